@@ -1,0 +1,63 @@
+"""The controller's side: gather TaskResults from test reports, write metrics, print the table.
+
+Results ride on test reports, so the same code serves runs with and without xdist, and a crashed
+worker loses only the task it was running. The metrics JSON is rewritten atomically after every
+task and once more at session end (also after Ctrl-C), so an interrupted run keeps what finished.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_benchmarks import run_info
+from pytest_benchmarks.report import build_metrics, write_atomic
+from pytest_benchmarks.results import TaskResult
+from pytest_benchmarks.state import SessionState
+from pytest_benchmarks.summary import table
+
+
+class ResultCollector:
+    """A plugin object registered in the controller process only."""
+
+    def __init__(self, config: pytest.Config, state: SessionState) -> None:
+        self.config = config
+        self.state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        row = getattr(report, "benchmark_result", None)
+        if row is None:
+            return
+        result = TaskResult.from_row(row)
+        self.state.results.setdefault(result.task.id, result)
+        self.write(partial=True, exitstatus=None)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        complete = exitstatus != pytest.ExitCode.INTERRUPTED and not any(
+            r.partial for r in self.state.results.values()
+        )
+        self.write(partial=not complete, exitstatus=int(exitstatus))
+
+    def write(self, partial: bool, exitstatus: int | None) -> None:
+        if not self.state.results:
+            return
+        run = run_info.collect(self.config, self.state, partial=partial, exitstatus=exitstatus)
+        document = build_metrics(self.state.results.values(), run, self.state.settings.policy)
+        write_atomic(self.state.settings.metrics, document)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        state = self.state
+        write = terminalreporter.write_line
+        if state.excluded and state.deselected:
+            chosen = ",".join(state.settings.envs or ())
+            write(
+                f"benchmarks deselected by --benchmark-env={chosen}: "
+                f"{', '.join(state.excluded)} ({state.deselected} tests)"
+            )
+        if not state.results:
+            return
+        terminalreporter.section("benchmark results")
+        for line in table(list(state.results.values())):
+            write(line)
+        write(f"metrics: {state.settings.metrics}")

@@ -1,0 +1,1 @@
+"""Benchmarks, one module each; importing a module registers its benchmark."""

@@ -1,0 +1,54 @@
+"""Evaluating one task: plan its episodes, roll them out, and collect a TaskResult.
+
+This is the one evaluation path; the pytest fixtures call it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from pytest_benchmarks import registry
+from pytest_benchmarks.plan import plan_episodes
+from pytest_benchmarks.policies import Policy
+from pytest_benchmarks.processors import EnvProcessors
+from pytest_benchmarks.results import TaskResult
+from pytest_benchmarks.rollout import run_episodes
+from pytest_benchmarks.vector import LazyVectorEnv
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: type and the first line of its message."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def evaluate_task(
+    vector_env: LazyVectorEnv,
+    policy: Policy,
+    processors: EnvProcessors,
+    seed: int,
+    episodes: Sequence[int],
+    record: Callable[[TaskResult], None],
+) -> TaskResult:
+    """Run the given episode indices of the vector env's task.
+
+    ``record`` receives the result whatever happens: on an error (Ctrl-C included) it holds the
+    episodes that finished and the error in one line, and the error propagates.
+    """
+    task = vector_env.config.task
+    plan = plan_episodes(registry.get(task.env), task, seed, episodes)
+    result = TaskResult(
+        task, batch_size=vector_env.num_envs, planned=len(plan), policy=policy.identity()
+    )
+    started = time.perf_counter()
+    try:
+        run_episodes(vector_env.get(), policy, processors, plan, result.episodes.append)
+    except BaseException as exc:
+        result.error = one_line(exc)
+        raise
+    finally:
+        result.eval_s = time.perf_counter() - started
+        result.episodes.sort(key=lambda e: e.index)
+        record(result)
+    return result

@@ -1,0 +1,100 @@
+"""The fixtures a benchmark test uses: the task, its vector env, the policy, processors, evaluate.
+
+Everything is built lazily: a task's episodes run once per session, on the first ``evaluate()``
+call, and every later test of the task reads the same TaskResult without starting a simulator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from pytest_benchmarks import registry
+from pytest_benchmarks.evaluation import evaluate_task
+from pytest_benchmarks.policies import Policy, make_policy
+from pytest_benchmarks.processors import EnvProcessors
+from pytest_benchmarks.registry import TaskRef
+from pytest_benchmarks.results import TaskResult
+from pytest_benchmarks.state import PENDING, get_state
+from pytest_benchmarks.vector import LazyVectorEnv
+
+
+@pytest.fixture
+def benchmark_task(request: pytest.FixtureRequest) -> TaskRef:
+    """The task this test runs; set by ``@pytest.mark.benchmark_env(...)``."""
+    task = getattr(request, "param", None)
+    if not isinstance(task, TaskRef):
+        raise pytest.UsageError(
+            f"{request.node.nodeid}: benchmark fixtures need @pytest.mark.benchmark_env(NAME)"
+        )
+    return task
+
+
+@pytest.fixture
+def env_processors(benchmark_task: TaskRef) -> EnvProcessors:
+    """Observation transforms from the task's env to the policy batch."""
+    return registry.get(benchmark_task.env).processors(benchmark_task)
+
+
+@pytest.fixture
+def vector_env(request: pytest.FixtureRequest, benchmark_task: TaskRef) -> Iterator[LazyVectorEnv]:
+    """The task's vector env; its workers start on first use and stop after the test."""
+    state = get_state(request.config)
+    env = LazyVectorEnv(
+        state.env_config(benchmark_task),
+        state.batch_size(state.settings.episodes),
+        state.settings.sync,
+    )
+    try:
+        yield env
+    finally:
+        env.close()
+
+
+@pytest.fixture
+def policy(
+    request: pytest.FixtureRequest, benchmark_task: TaskRef, vector_env: LazyVectorEnv
+) -> Policy:
+    """The policy named by ``--benchmark-policy``, built for this task's slots."""
+    spec = get_state(request.config).settings.policy
+    return make_policy(spec, registry.get(benchmark_task.env), benchmark_task, vector_env.num_envs)
+
+
+@pytest.fixture
+def evaluate(
+    request: pytest.FixtureRequest,
+    benchmark_task: TaskRef,
+    vector_env: LazyVectorEnv,
+    policy: Policy,
+    env_processors: EnvProcessors,
+) -> Callable[[], TaskResult]:
+    """Call to run the task's planned episodes (once per session) and get its TaskResult.
+
+    The result is recorded for the run's metrics JSON; a failed rollout fails every test of the
+    task, the first with the original traceback.
+    """
+    state = get_state(request.config)
+
+    def record(result: TaskResult) -> None:
+        state.cache[benchmark_task.id] = result
+        request.node.stash[PENDING] = result
+
+    def run() -> TaskResult:
+        cached = state.cache.get(benchmark_task.id)
+        if cached is None:
+            return evaluate_task(
+                vector_env,
+                policy,
+                env_processors,
+                state.settings.seed,
+                range(state.settings.episodes),
+                record,
+            )
+        if cached.error:
+            pytest.fail(
+                f"{benchmark_task.id} failed earlier in this session: {cached.error}", pytrace=False
+            )
+        return cached
+
+    return run

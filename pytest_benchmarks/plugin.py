@@ -1,0 +1,157 @@
+"""pytest hooks: options, the marker, parametrization per task, results, metrics and summary.
+
+The hooks stay thin; the work is done by plain functions in the other modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from pytest_benchmarks import registry, settings
+from pytest_benchmarks.collector import ResultCollector
+from pytest_benchmarks.registry import SelectionError
+from pytest_benchmarks.report import check_writable
+from pytest_benchmarks.state import PENDING, STATE, SessionState, get_state
+
+pytest_plugins = ["pytest_benchmarks.fixtures"]
+
+MARKER = "benchmark_env"
+
+
+class _Excluded:
+    """Parameter of a test whose benchmark ``--benchmark-env`` left out; deselected."""
+
+    def __init__(self, env: str) -> None:
+        self.env = env
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    settings.add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(*names): run this test once per task of the named benchmarks "
+        "(parametrizes the benchmark_task fixture)",
+    )
+    is_worker = hasattr(config, "workerinput")
+    is_controller = not is_worker and not config.option.collectonly
+
+    def check_metrics(path: Any) -> None:
+        if not is_controller:
+            return
+        try:
+            check_writable(path)
+        except OSError as exc:
+            raise pytest.UsageError(f"--benchmark-metrics: cannot write {path}: {exc}") from None
+
+    options = settings.load(config, check_metrics)
+    wanted = options.envs or tuple(registry.names())
+    unavailable: dict[str, str] = {}
+    active: list[str] = []
+    for name in wanted:
+        reason = registry.get(name).missing()
+        if reason and options.envs:
+            raise pytest.UsageError(f"--benchmark-env: {reason}")
+        if reason:
+            unavailable[name] = reason
+        else:
+            active.append(name)
+    try:
+        selection = registry.resolve(active, options.tasks)
+    except SelectionError as exc:
+        raise pytest.UsageError(f"--benchmark-task: {exc}") from None
+    workers = (
+        int(config.workerinput["workercount"])  # type: ignore[attr-defined]
+        if is_worker
+        else int(getattr(config.option, "numprocesses", 0) or 0)
+    )
+    state = config.stash[STATE] = SessionState(
+        settings=options,
+        selection=selection,
+        unavailable=unavailable,
+        excluded=[n for n in registry.names() if options.envs and n not in options.envs],
+        is_worker=is_worker,
+        workers=workers,
+    )
+    if not is_worker:
+        config.pluginmanager.register(ResultCollector(config, state), "benchmarks-collector")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    marker = metafunc.definition.get_closest_marker(MARKER)
+    if marker is None:
+        return
+    state = get_state(metafunc.config)
+    params = []
+    for name in marker.args:
+        if name not in registry.names():
+            raise pytest.UsageError(
+                f"{metafunc.definition.nodeid}: @{MARKER}({name!r}) names no benchmark; "
+                f"valid: {', '.join(registry.names())}"
+            )
+        if name in state.excluded:
+            params.append(pytest.param(_Excluded(name), id=name))
+        elif name in state.unavailable:
+            params.append(
+                pytest.param(None, id=name, marks=pytest.mark.skip(reason=state.unavailable[name]))
+            )
+        else:
+            params.extend(pytest.param(task, id=task.id) for task in state.selection[name])
+            if not state.selection[name]:
+                params.append(pytest.param(_Excluded(name), id=name))
+    metafunc.parametrize("benchmark_task", params, indirect=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    keep, drop = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        param = callspec.params.get("benchmark_task") if callspec else None
+        (drop if isinstance(param, _Excluded) else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+        get_state(config).deselected += len(drop)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    result = item.stash.get(PENDING, None)
+    if result is not None:
+        # Carried to the controller on the report (xdist serialises report attributes).
+        report.benchmark_result = result.to_row()  # type: ignore[attr-defined]
+        del item.stash[PENDING]
+    return report
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    state = config.stash.get(STATE, None)
+    if state is None or state.is_worker:
+        return []
+    s = state.settings
+    parts = [f"{name}: {len(tasks)} tasks" for name, tasks in state.selection.items()]
+    lines = [
+        f"benchmarks: {', '.join(parts) or 'none'}; episodes {s.episodes}, seed {s.seed}, "
+        f"policy {s.policy}, batch size {s.batch_size or 'auto'}"
+        f"{', sync' if s.sync else ''}"
+    ]
+    lines += [f"benchmarks skipped: {reason}" for reason in state.unavailable.values()]
+    return lines
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Keep each task's tests on one worker under xdist's default ``--dist load``."""
+    if config.getoption("dist", "load") != "load":
+        return None
+    from pytest_benchmarks.scheduling import TaskScheduling
+
+    return TaskScheduling(config, log, get_state(config).task_ids())

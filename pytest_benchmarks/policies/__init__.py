@@ -1,0 +1,60 @@
+"""The Policy protocol and the ``--benchmark-policy`` specs that build one.
+
+A policy acts on a whole batch: the rollout calls ``act`` once per vector-env step with the
+processed observations of every slot, and ``reset`` for the slots whose episodes start, with
+those episodes' seeds so stochastic policies are reproducible per episode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from pytest_benchmarks.registry import Benchmark, TaskRef
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """What the rollout needs from a policy."""
+
+    def reset(self, slots: Sequence[int], seeds: Sequence[int]) -> None:
+        """Forget per-episode state of ``slots``; new episodes with ``seeds`` start there."""
+
+    def act(self, batch: dict[str, Any]) -> np.ndarray:
+        """Actions for every slot, shape ``(num_envs, *action_shape)``."""
+
+    def identity(self) -> dict[str, str | None]:
+        """``source``, ``id`` and ``revision`` recorded in the metrics JSON."""
+
+
+KINDS = ("scripted", "random", "noop")
+
+
+class PolicySpecError(ValueError):
+    """A ``--benchmark-policy`` value that names no known policy source."""
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """Split ``kind[:argument]`` and check the kind; raises PolicySpecError."""
+    kind, _, argument = spec.partition(":")
+    if kind not in KINDS:
+        raise PolicySpecError(f"unknown policy {spec!r}; valid: {', '.join(KINDS)}")
+    if argument:
+        raise PolicySpecError(f"policy {kind!r} takes no argument, got {spec!r}")
+    return kind, argument
+
+
+def make_policy(spec: str, benchmark: Benchmark, task: TaskRef, num_envs: int) -> Policy:
+    """Build the policy a spec names, for one task and ``num_envs`` slots."""
+    kind, _ = parse_spec(spec)
+    if kind == "scripted":
+        return benchmark.scripted_policy(task, num_envs)
+    from pytest_benchmarks.policies.simple import NoopPolicy, RandomPolicy
+
+    _, action_space = benchmark.spaces(task)
+    if kind == "random":
+        return RandomPolicy(action_space, num_envs)
+    return NoopPolicy(action_space, num_envs)

@@ -1,0 +1,135 @@
+"""The metrics JSON: building it from TaskResults, writing it atomically, loading and validating.
+
+Besides this project's own keys (``run``, ``policy``, ``results``) it carries the keys LeRobot's
+``eval_info.json`` uses (``per_task``, ``per_group``, ``overall``) so existing dashboards keep
+working. The JSON Schema ships in the package (``schema/metrics.schema.json``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pytest_benchmarks.results import EpisodeRecord, TaskResult, wilson_interval
+
+SCHEMA_VERSION = 1
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _aggregate(episodes: list[EpisodeRecord]) -> dict[str, Any]:
+    successes = sum(e.success for e in episodes)
+    n = len(episodes)
+    return {
+        "avg_sum_reward": _mean([e.sum_reward for e in episodes]),
+        "avg_max_reward": _mean([e.max_reward for e in episodes]),
+        "pc_success": 100.0 * successes / n if n else None,
+        "n_episodes": n,
+        "successes": successes,
+        "ci95": list(wilson_interval(successes, n)),
+        "video_paths": [e.video for e in episodes if e.video],
+    }
+
+
+def _policy_summary(spec: str, results: list[TaskResult]) -> dict[str, Any]:
+    """The run's policy: fields shared by every task, None where tasks differ."""
+    summary: dict[str, Any] = {"spec": spec}
+    for key in ("source", "id", "revision"):
+        values = {r.policy.get(key) for r in results if r.policy}
+        summary[key] = values.pop() if len(values) == 1 else None
+    return summary
+
+
+def build_metrics(
+    results: Iterable[TaskResult], run: Mapping[str, Any], policy_spec: str
+) -> dict[str, Any]:
+    """The whole metrics document for a run, tasks sorted by id."""
+    ordered = sorted(results, key=lambda r: r.task.id)
+    groups: dict[str, list[EpisodeRecord]] = defaultdict(list)
+    for result in ordered:
+        groups[result.task.suite].extend(result.episodes)
+    everything = [e for r in ordered for e in r.episodes]
+    eval_s = sum(r.eval_s for r in ordered)
+    overall = _aggregate(everything)
+    overall.update(
+        {
+            "eval_s": eval_s,
+            "eval_ep_s": eval_s / len(everything) if everything else None,
+            "n_tasks": len(ordered),
+            "n_errors": sum(r.error is not None for r in ordered),
+        }
+    )
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run": dict(run),
+        "policy": _policy_summary(policy_spec, ordered),
+        "results": [r.to_row() for r in ordered],
+        "per_task": [
+            {
+                "task_group": r.task.suite,
+                "task_id": r.task.task_id,
+                "task": r.task.task,
+                "metrics": {
+                    "sum_rewards": [e.sum_reward for e in r.episodes],
+                    "max_rewards": [e.max_reward for e in r.episodes],
+                    "successes": [e.success for e in r.episodes],
+                    "video_paths": [e.video for e in r.episodes if e.video],
+                },
+            }
+            for r in ordered
+        ],
+        "per_group": {name: _aggregate(eps) for name, eps in groups.items()},
+        "overall": overall,
+    }
+
+
+def write_atomic(path: Path, document: Mapping[str, Any]) -> None:
+    """Write JSON to a temporary file beside ``path``, then rename it over ``path``.
+
+    Readers see the old file or the new one, never a mix; a failed write leaves no temporary file.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(document, handle, indent=2, allow_nan=False)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def check_writable(path: Path) -> None:
+    """Raise OSError when the metrics file could not be written, before any rollout runs."""
+    directory = path.parent
+    existing = directory
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise OSError(f"directory {existing} is not writable")
+    if path.is_dir():
+        raise OSError(f"{path} is a directory")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise OSError(f"{path} is not writable")
+
+
+def schema() -> dict[str, Any]:
+    """The metrics JSON Schema shipped with the package."""
+    text = resources.files("pytest_benchmarks").joinpath("schema/metrics.schema.json").read_text()
+    return json.loads(text)
+
+
+def load_results(document: Mapping[str, Any]) -> list[TaskResult]:
+    """TaskResults back from a metrics document."""
+    return [TaskResult.from_row(row) for row in document["results"]]

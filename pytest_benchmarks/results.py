@@ -1,0 +1,127 @@
+"""Per-episode records, per-task results and their aggregates.
+
+A TaskResult is what a task's tests read, what travels from an xdist worker to the controller
+(as a plain dict on the test report) and what becomes one row of the metrics JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pytest_benchmarks.registry import TaskRef
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    """The outcome of one episode."""
+
+    index: int
+    seed: int
+    init_state: int
+    success: bool
+    steps: int
+    sum_reward: float
+    max_reward: float
+    duration_s: float
+    video: str | None = None
+
+    def outcome(self) -> tuple[Any, ...]:
+        """Everything but timing and artefacts: equal for equal runs of a deterministic policy."""
+        return (
+            self.index,
+            self.seed,
+            self.init_state,
+            self.success,
+            self.steps,
+            self.sum_reward,
+            self.max_reward,
+        )
+
+
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a success rate, in percent; (0, 100) when n is 0."""
+    if n == 0:
+        return (0.0, 100.0)
+    from scipy.stats import binomtest
+
+    ci = binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return (100.0 * float(ci.low), 100.0 * float(ci.high))
+
+
+def _mean(values: Iterable[float]) -> float | None:
+    values = list(values)
+    return sum(values) / len(values) if values else None
+
+
+@dataclass
+class TaskResult:
+    """All planned episodes of one task (fewer when it failed), with timing and any error."""
+
+    task: TaskRef
+    episodes: list[EpisodeRecord] = field(default_factory=list)
+    eval_s: float = 0.0
+    batch_size: int = 1
+    planned: int = 0
+    error: str | None = None
+    policy: dict[str, str | None] = field(default_factory=dict)
+
+    @property
+    def n_episodes(self) -> int:
+        return len(self.episodes)
+
+    @property
+    def successes(self) -> int:
+        return sum(e.success for e in self.episodes)
+
+    @property
+    def pc_success(self) -> float | None:
+        return 100.0 * self.successes / self.n_episodes if self.episodes else None
+
+    @property
+    def ci95(self) -> tuple[float, float]:
+        return wilson_interval(self.successes, self.n_episodes)
+
+    @property
+    def partial(self) -> bool:
+        return self.n_episodes < self.planned
+
+    def to_row(self) -> dict[str, Any]:
+        """One row of the metrics JSON ``results`` list."""
+        n = self.n_episodes
+        return {
+            "id": self.task.id,
+            "env": self.task.env,
+            "suite": self.task.suite,
+            "task": self.task.task,
+            "task_id": self.task.task_id,
+            "description": self.task.description,
+            "n_episodes": n,
+            "planned_episodes": self.planned,
+            "successes": self.successes,
+            "pc_success": self.pc_success,
+            "ci95": list(self.ci95),
+            "avg_sum_reward": _mean(e.sum_reward for e in self.episodes),
+            "avg_max_reward": _mean(e.max_reward for e in self.episodes),
+            "avg_steps": _mean(e.steps for e in self.episodes),
+            "eval_s": self.eval_s,
+            "eval_ep_s": self.eval_s / n if n else None,
+            "batch_size": self.batch_size,
+            "policy": self.policy,
+            "error": self.error,
+            "episodes": [asdict(e) for e in self.episodes],
+        }
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> TaskResult:
+        task = TaskRef(row["env"], row["suite"], row["task"], row["task_id"], row["description"])
+        return cls(
+            task=task,
+            episodes=[EpisodeRecord(**e) for e in row["episodes"]],
+            eval_s=row["eval_s"],
+            batch_size=row["batch_size"],
+            planned=row["planned_episodes"],
+            error=row["error"],
+            policy=row["policy"],
+        )

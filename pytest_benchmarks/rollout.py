@@ -1,0 +1,122 @@
+"""The batched episode loop: planned episodes flow through the slots of one vector env.
+
+A slot whose episode ends takes the next planned episode at once, so nothing waits for the
+slowest episode of a wave. Each step checks the processed observations against the declared
+features and the policy's actions against the action space, so a broken pipeline fails loudly
+instead of producing a quiet 0%.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import VectorEnv
+
+from pytest_benchmarks.plan import EpisodeSpec
+from pytest_benchmarks.policies import Policy
+from pytest_benchmarks.processors import EnvProcessors
+from pytest_benchmarks.results import EpisodeRecord
+from pytest_benchmarks.vector import reset_slots
+
+
+class ActionError(ValueError):
+    """A policy produced actions the env cannot take."""
+
+
+def check_actions(actions: np.ndarray, space: gym.spaces.Box, num_envs: int) -> str | None:
+    """Why a batch of actions is unusable, or None."""
+    expected = (num_envs, *space.shape)
+    if getattr(actions, "shape", None) != expected:
+        return f"actions have shape {list(np.shape(actions))}, expected {list(expected)}"
+    if not np.isfinite(actions).all():
+        return "actions hold NaN or inf"
+    if (actions < space.low).any() or (actions > space.high).any():
+        return f"actions leave the action space [{space.low.min()}, {space.high.max()}]"
+    return None
+
+
+def run_episodes(
+    env: VectorEnv,
+    policy: Policy,
+    processors: EnvProcessors,
+    plan: Sequence[EpisodeSpec],
+    on_episode: Callable[[EpisodeRecord], None],
+) -> None:
+    """Run every planned episode; ``on_episode`` receives each record as it ends.
+
+    Records arrive in completion order; a raised error leaves the finished ones delivered.
+    """
+    n = env.num_envs
+    if len(plan) < n:
+        raise ValueError(f"{len(plan)} episodes cannot fill {n} env slots")
+    action_space = env.single_action_space
+    pending = deque(plan)
+    running: list[EpisodeSpec | None] = [None] * n
+    sum_reward = np.zeros(n)
+    max_reward = np.full(n, -np.inf)
+    steps = np.zeros(n, dtype=np.int64)
+    succeeded = np.zeros(n, dtype=np.bool_)
+    started = [0.0] * n
+
+    def start(slots: Sequence[int]) -> object:
+        """Start the next planned episodes in ``slots``; park the slots left without one."""
+        specs: dict[int, tuple[int, int] | None] = {}
+        for slot in slots:
+            spec = pending.popleft() if pending else None
+            running[slot] = spec
+            specs[slot] = None if spec is None else (spec.seed, spec.init_state)
+            active[slot] = spec is not None
+        obs, _ = reset_slots(env, specs)
+        begun = [slot for slot, start in specs.items() if start is not None]
+        if begun:
+            policy.reset(begun, [specs[slot][0] for slot in begun])  # type: ignore[index]
+        now = time.perf_counter()
+        for slot in begun:
+            sum_reward[slot], max_reward[slot], steps[slot], succeeded[slot] = 0, -np.inf, 0, False
+            started[slot] = now
+        return obs
+
+    active = np.zeros(n, dtype=np.bool_)
+    obs = start(range(n))
+    while active.any():
+        batch = processors(obs)
+        processors.check(batch, n)
+        actions = policy.act(batch)
+        problem = check_actions(actions, action_space, n)
+        if problem:
+            where = ", ".join(
+                f"episode {s.index} step {steps[i]}" for i, s in enumerate(running) if s
+            )
+            raise ActionError(f"{problem} ({where})")
+        obs, rewards, terminated, truncated, info = env.step(actions)
+        rewards = np.where(active, rewards, 0.0)
+        sum_reward += rewards
+        np.maximum(max_reward, np.where(active, rewards, -np.inf), out=max_reward)
+        steps += active
+        succeeded |= np.asarray(info.get("success", False), dtype=np.bool_) & active
+        ended = np.flatnonzero((terminated | truncated) & active)
+        if not len(ended):
+            continue
+        now = time.perf_counter()
+        for slot in ended:
+            spec = running[slot]
+            assert spec is not None
+            on_episode(
+                EpisodeRecord(
+                    index=spec.index,
+                    seed=spec.seed,
+                    init_state=spec.init_state,
+                    success=bool(succeeded[slot]),
+                    steps=int(steps[slot]),
+                    sum_reward=float(sum_reward[slot]),
+                    max_reward=float(max_reward[slot]),
+                    duration_s=now - started[slot],
+                )
+            )
+            active[slot] = False
+        if active.any() or pending:
+            obs = start([int(slot) for slot in ended])

@@ -1,0 +1,90 @@
+"""The ``run`` block of the metrics JSON: arguments, settings, machine, versions, timing."""
+
+from __future__ import annotations
+
+import platform
+import socket
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_benchmarks.state import SessionState
+
+PACKAGES = (
+    "pytest-benchmarks",
+    "pytest",
+    "pytest-xdist",
+    "gymnasium",
+    "numpy",
+    "mujoco",
+    "metaworld",
+    "hf-libero",
+    "robosuite",
+    "torch",
+)
+
+
+def package_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def git_commit(directory: Path) -> str | None:
+    """The checked-out commit of the project under test, when it is a git work tree."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=directory,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+_STATIC = pytest.StashKey[dict[str, Any]]()
+
+
+def collect(
+    config: pytest.Config, state: SessionState, partial: bool, exitstatus: int | None
+) -> dict[str, Any]:
+    """The run block; the parts that cannot change during a session are computed once."""
+    static = config.stash.get(_STATIC, None)
+    if static is None:
+        static = config.stash[_STATIC] = {
+            "args": list(config.invocation_params.args),
+            "git_commit": git_commit(config.rootpath),
+            "host": socket.gethostname(),
+            "platform": platform.platform(),
+            "python": sys.version.split()[0],
+            "packages": package_versions(),
+        }
+    now = time.time()
+    return {
+        **static,
+        **state.settings.as_dict(),
+        "workers": state.workers,
+        "started_at": _iso(state.started_at),
+        "finished_at": _iso(now),
+        "duration_s": now - state.started_at,
+        "partial": partial,
+        "exitstatus": exitstatus,
+    }

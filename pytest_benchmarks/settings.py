@@ -1,0 +1,168 @@
+"""The ``--benchmark-*`` options: registration, ini equivalents and validation into Settings.
+
+Every bad value becomes one line that names the option and what is valid, raised at configure
+time, before any test is collected or any simulator is built.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_benchmarks import registry
+from pytest_benchmarks.policies import PolicySpecError, parse_spec
+
+DEFAULT_EPISODES = 10
+DEFAULT_SEED = 1000
+DEFAULT_POLICY = "scripted"
+DEFAULT_METRICS = "benchmark-results/metrics.json"
+
+GROUP = "benchmarks"
+GROUP_HELP = "robot-policy simulation benchmarks (pytest-benchmarks)"
+
+# option name -> (ini type, help); every option also reads the ini key with dashes as underscores.
+OPTIONS: dict[str, tuple[str, str]] = {
+    "--benchmark-env": (
+        "string",
+        "benchmarks to run, comma separated (default: every benchmark whose extra is installed)",
+    ),
+    "--benchmark-task": (
+        "string",
+        "tasks or groups to run, comma separated, e.g. push-v3,MT10 (default: the benchmark's own)",
+    ),
+    "--benchmark-episodes": ("string", f"episodes per task (default {DEFAULT_EPISODES})"),
+    "--benchmark-batch-size": (
+        "string",
+        "envs stepped together per task; 0 = auto: floor(0.7 x CPUs per worker), "
+        "capped by episodes and 64 (default 0)",
+    ),
+    "--benchmark-seed": ("string", f"base seed; episode i uses seed + i (default {DEFAULT_SEED})"),
+    "--benchmark-policy": (
+        "string",
+        f"policy spec: scripted, random or noop (default {DEFAULT_POLICY}, the benchmark's expert)",
+    ),
+    "--benchmark-max-steps": ("string", "episode step limit (default: the benchmark's own)"),
+    "--benchmark-metrics": ("string", f"metrics JSON path (default {DEFAULT_METRICS})"),
+}
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register the options in their own ``--help`` group, beside pytest-benchmark's."""
+    group = parser.getgroup(GROUP, GROUP_HELP)
+    for flag, (ini_type, text) in OPTIONS.items():
+        dest = _dest(flag)
+        group.addoption(flag, dest=dest, default=None, help=text)
+        parser.addini(dest, text, type=ini_type, default=None)  # type: ignore[arg-type]
+    group.addoption(
+        "--benchmark-sync",
+        dest="benchmark_sync",
+        action="store_true",
+        default=None,
+        help="step every env in this process (SyncVectorEnv), never in worker processes",
+    )
+    parser.addini("benchmark_sync", "like --benchmark-sync", type="bool", default=False)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Validated benchmark options for one pytest session."""
+
+    envs: tuple[str, ...] | None
+    tasks: tuple[str, ...] | None
+    episodes: int
+    batch_size: int
+    sync: bool
+    seed: int
+    policy: str
+    max_steps: int | None
+    metrics: Path
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "envs": list(self.envs) if self.envs else None,
+            "tasks": list(self.tasks) if self.tasks else None,
+            "episodes": self.episodes,
+            "batch_size": self.batch_size,
+            "sync": self.sync,
+            "seed": self.seed,
+            "policy": self.policy,
+            "max_steps": self.max_steps,
+        }
+
+
+def _dest(flag: str) -> str:
+    return flag.removeprefix("--").replace("-", "_")
+
+
+def _raw(config: pytest.Config, flag: str) -> Any:
+    dest = _dest(flag)
+    value = config.getoption(dest)
+    if value is None:
+        value = config.getini(dest)
+    return value if value not in ("", None) else None
+
+
+def _parse_int(flag: str, value: Any, minimum: int) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = minimum - 1
+    if number < minimum:
+        raise pytest.UsageError(f"{flag}: {value!r} is not an integer >= {minimum}")
+    return number
+
+
+def _integer(config: pytest.Config, flag: str, default: int, minimum: int) -> int:
+    value = _raw(config, flag)
+    return default if value is None else _parse_int(flag, value, minimum)
+
+
+def _optional_integer(config: pytest.Config, flag: str, minimum: int) -> int | None:
+    value = _raw(config, flag)
+    return None if value is None else _parse_int(flag, value, minimum)
+
+
+def _names(value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    items = tuple(part.strip() for part in str(value).split(",") if part.strip())
+    return items or None
+
+
+def load(config: pytest.Config, check: Callable[[Path], None] | None = None) -> Settings:
+    """Read and validate the options; ``check`` may further vet the metrics path."""
+    envs = _names(_raw(config, "--benchmark-env"))
+    for name in envs or ():
+        if name not in registry.names():
+            raise pytest.UsageError(
+                f"--benchmark-env: unknown benchmark {name!r}; valid: {', '.join(registry.names())}"
+            )
+    policy = str(_raw(config, "--benchmark-policy") or DEFAULT_POLICY)
+    try:
+        parse_spec(policy)
+    except PolicySpecError as exc:
+        raise pytest.UsageError(f"--benchmark-policy: {exc}") from None
+    metrics_value = _raw(config, "--benchmark-metrics")
+    if metrics_value is None:
+        metrics = config.rootpath / DEFAULT_METRICS
+    else:
+        metrics = Path(os.path.expanduser(str(metrics_value))).absolute()
+    settings = Settings(
+        envs=envs,
+        tasks=_names(_raw(config, "--benchmark-task")),
+        episodes=_integer(config, "--benchmark-episodes", DEFAULT_EPISODES, 1),
+        batch_size=_integer(config, "--benchmark-batch-size", 0, 0),
+        sync=bool(config.getoption("benchmark_sync") or config.getini("benchmark_sync")),
+        seed=_integer(config, "--benchmark-seed", DEFAULT_SEED, 0),
+        policy=policy,
+        max_steps=_optional_integer(config, "--benchmark-max-steps", 1),
+        metrics=metrics,
+    )
+    if check is not None:
+        check(settings.metrics)
+    return settings

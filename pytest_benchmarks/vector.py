@@ -1,0 +1,159 @@
+"""Vector envs for one task: a batch of slots that each run planned episodes.
+
+Each slot wraps the benchmark's env in ``SlotEnv``, which builds the simulator lazily on its first
+reset, inside the process that steps it (gymnasium's AsyncVectorEnv builds one env in the parent
+only to read its spaces; ``SlotEnv`` answers that from the benchmark's declared spaces), and which
+ignores steps once its episode ends, so a finished slot never steps its simulator past the end
+while the other slots finish. Autoreset is disabled: the rollout resets a freed slot itself, with
+the next planned episode or, when none is left, with ``park`` (no simulator call at all).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from functools import partial
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
+
+from pytest_benchmarks import registry
+from pytest_benchmarks.registry import Benchmark, EnvConfig
+
+MAX_AUTO_BATCH = 64
+
+
+class SlotEnv(gym.Env[Any, Any]):
+    """One slot of a vector env: lazy simulator, per-slot reset options, parked after its end."""
+
+    def __init__(self, benchmark: type[Benchmark], config: EnvConfig, slot: int) -> None:
+        # The class, not its registered name, crosses into worker processes: unpickling it
+        # imports its module, which registers benchmarks defined outside this package too.
+        self._benchmark = benchmark()
+        self._config = config
+        self._slot = slot
+        self._env: gym.Env[Any, Any] | None = None
+        self.observation_space, self.action_space = self._benchmark.spaces(config.task)
+        self._steps = 0
+        self._ended = True
+        self._last_obs: Any = None
+
+    def _build(self) -> gym.Env[Any, Any]:
+        env = self._benchmark.make_env(self._config)
+        for kind, declared, actual in (
+            ("observation", self.observation_space, env.observation_space),
+            ("action", self.action_space, env.action_space),
+        ):
+            if declared.shape != actual.shape or declared.dtype != actual.dtype:
+                env.close()
+                raise TypeError(
+                    f"{self._config.task.id}: the env's {kind} space is {actual.dtype}"
+                    f"{list(actual.shape or ())}, the benchmark declares {declared.dtype}"
+                    f"{list(declared.shape or ())}"
+                )
+        return env
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        slot_options = dict((options or {}).get("slots", [{}] * (self._slot + 1))[self._slot])
+        if slot_options.pop("park", False):
+            self._ended = True
+            return self._last_obs, {}
+        if self._env is None:
+            self._env = self._build()
+        obs, _ = self._env.reset(seed=seed, options=slot_options)
+        self._steps = 0
+        self._ended = False
+        self._last_obs = obs
+        return obs, {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if self._ended or self._env is None:
+            # Parked: no episode runs here, so nothing ends either.
+            return self._last_obs, 0.0, False, False, {"success": False}
+        obs, reward, terminated, truncated, info = self._env.step(action)
+        self._steps += 1
+        success = bool(info.get("success", False))
+        terminated = terminated or success
+        truncated = truncated or self._steps >= self._config.max_steps
+        self._ended = terminated or truncated
+        self._last_obs = obs
+        return obs, reward, terminated, truncated, {"success": success}
+
+    def close(self) -> None:
+        if self._env is not None:
+            self._env.close()
+            self._env = None
+
+
+def cpu_count() -> int:
+    """CPUs this process may run on (the affinity mask, not the machine's total)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def auto_batch_size(episodes: int, workers: int = 1, cpus: int | None = None) -> int:
+    """floor(0.7 x the CPUs left to this worker), at least 1, capped by episodes and 64."""
+    cpus = cpu_count() if cpus is None else cpus
+    share = math.floor(0.7 * cpus / max(1, workers))
+    return max(1, min(share, episodes, MAX_AUTO_BATCH))
+
+
+def make_vector_env(config: EnvConfig, num_envs: int, sync: bool = False) -> VectorEnv:
+    """SyncVectorEnv for one slot or when asked, AsyncVectorEnv (forkserver workers) otherwise.
+
+    Forkserver rather than fork: a worker never inherits the parent's simulator or GL state.
+    """
+    benchmark = type(registry.get(config.task.env))
+    fns = [partial(SlotEnv, benchmark, config, slot) for slot in range(num_envs)]
+    if num_envs == 1 or sync:
+        return SyncVectorEnv(fns, copy=False, autoreset_mode=AutoresetMode.DISABLED)
+    return AsyncVectorEnv(
+        fns, copy=False, context="forkserver", autoreset_mode=AutoresetMode.DISABLED
+    )
+
+
+class LazyVectorEnv:
+    """A vector env that starts its workers on first use, so a cached task costs nothing."""
+
+    def __init__(self, config: EnvConfig, num_envs: int, sync: bool = False) -> None:
+        self.config = config
+        self.num_envs = num_envs
+        self.sync = sync or num_envs == 1
+        self._env: VectorEnv | None = None
+
+    @property
+    def started(self) -> bool:
+        return self._env is not None
+
+    def get(self) -> VectorEnv:
+        if self._env is None:
+            self._env = make_vector_env(self.config, self.num_envs, self.sync)
+        return self._env
+
+    def close(self) -> None:
+        if self._env is not None:
+            env, self._env = self._env, None
+            env.close()
+
+
+def reset_slots(
+    env: VectorEnv, slots: dict[int, tuple[int, int] | None]
+) -> tuple[Any, dict[str, Any]]:
+    """Reset ``slots`` (slot -> (seed, init_state), or None to park it); others stay untouched."""
+    mask = np.zeros(env.num_envs, dtype=np.bool_)
+    seeds: list[int | None] = [None] * env.num_envs
+    options: list[dict[str, Any]] = [{} for _ in range(env.num_envs)]
+    for slot, start in slots.items():
+        mask[slot] = True
+        if start is None:
+            options[slot] = {"park": True}
+        else:
+            seeds[slot], init_state = start
+            options[slot] = {"init_state": init_state}
+    return env.reset(seed=seeds, options={"reset_mask": mask, "slots": options})

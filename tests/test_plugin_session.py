@@ -1,0 +1,216 @@
+"""Whole pytest sessions with the plugin (pytester subprocesses, real xdist workers)."""
+
+from __future__ import annotations
+
+import re
+
+import jsonschema
+import pytest
+from conftest import outcomes, read_metrics
+
+from pytest_benchmarks.report import schema
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+
+
+def test_ids_metrics_and_summary(toy_project: pytest.Pytester):
+    result = run(toy_project, "-v", "--benchmark-episodes=5")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_rollout[[]toy/walk[]] PASSED*",
+            "*test_success_rate[[]toy/stroll[]] PASSED*",
+            "*benchmark results*",
+            "toy/stroll *5/5  100.0%  [[] 56.6, 100.0[]]*",
+            "overall *10/10  100.0%*(2 tasks)",
+        ]
+    )
+    document = read_metrics(toy_project.path / "benchmark-results" / "metrics.json")
+    jsonschema.validate(document, schema())
+    assert [row["id"] for row in document["results"]] == ["toy/stroll", "toy/walk"]
+    walk = document["results"][1]
+    assert walk["description"] == "Walk to the end of the corridor."
+    assert [e["index"] for e in walk["episodes"]] == [0, 1, 2, 3, 4]
+    assert [e["seed"] for e in walk["episodes"]] == [1000, 1001, 1002, 1003, 1004]
+    assert [e["init_state"] for e in walk["episodes"]] == [0, 1, 2, 3, 0]
+    # Starting 0.1 further back per init state takes one more step at speed 0.2 every other state.
+    assert [e["steps"] for e in walk["episodes"]] == [5, 6, 6, 7, 5]
+    assert document["run"]["partial"] is False and document["run"]["exitstatus"] == 0
+    assert document["overall"]["n_episodes"] == 10
+    assert document["per_group"]["corridor"]["pc_success"] == 100.0
+    assert document["per_task"][1]["metrics"]["successes"] == [True] * 5
+
+
+def test_results_do_not_depend_on_batch_size_or_workers(toy_project: pytest.Pytester):
+    runs = {}
+    for name, args in {
+        "b1": ["--benchmark-batch-size=1"],
+        "b2": ["--benchmark-batch-size=2"],
+        "b4": ["--benchmark-batch-size=4", "--benchmark-sync"],
+        "n2": ["-n", "2"],
+    }.items():
+        path = toy_project.path / f"{name}.json"
+        result = run(toy_project, "--benchmark-episodes=7", f"--benchmark-metrics={path}", *args)
+        result.assert_outcomes(passed=4)
+        runs[name] = outcomes(read_metrics(path))
+    assert runs["b1"] == runs["b2"] == runs["b4"] == runs["n2"]
+    assert read_metrics(toy_project.path / "b4.json")["results"][0]["batch_size"] == 4
+
+
+def test_a_task_runs_once_on_one_worker(toy_project: pytest.Pytester):
+    toy_project.makepyfile(
+        test_more="""
+import pytest
+
+@pytest.mark.benchmark_env("toy")
+def test_again(evaluate):
+    assert evaluate().n_episodes == 3
+"""
+    )
+    result = run(toy_project, "-n", "2", "-v", "--benchmark-episodes=3")
+    result.assert_outcomes(passed=6)
+    worker_of: dict[str, set[str]] = {}
+    for line in result.outlines:
+        found = re.search(r"\[(gw\d)\].*\[(toy/\w+)\]", line)
+        if found:
+            worker_of.setdefault(found.group(2), set()).add(found.group(1))
+    assert set(worker_of) == {"toy/walk", "toy/stroll"}
+    assert all(len(workers) == 1 for workers in worker_of.values()), worker_of
+    document = read_metrics(toy_project.path / "benchmark-results" / "metrics.json")
+    assert len(document["results"]) == 2
+
+
+def test_benchmark_env_deselects_the_others(toy_project: pytest.Pytester):
+    toy_project.makepyfile(
+        test_other="""
+import pytest
+
+@pytest.mark.benchmark_env("absent")
+def test_absent(evaluate):
+    evaluate()
+"""
+    )
+    result = run(toy_project, "--benchmark-env=toy", "--benchmark-episodes=2")
+    result.assert_outcomes(passed=4, deselected=1)
+    result.stdout.fnmatch_lines(["benchmarks deselected by --benchmark-env=toy: absent*"])
+
+
+def test_missing_extra_is_skipped_with_its_name(toy_project: pytest.Pytester):
+    toy_project.makepyfile(
+        test_other="""
+import pytest
+
+@pytest.mark.benchmark_env("absent")
+def test_absent(evaluate):
+    evaluate()
+"""
+    )
+    result = run(toy_project, "-rs", "--benchmark-episodes=2")
+    result.assert_outcomes(passed=4, skipped=1)
+    result.stdout.fnmatch_lines(
+        ["SKIPPED*absent is not installed*pip install 'pytest-benchmarks[[]absent[]]'*"]
+    )
+
+
+def test_task_selection_and_group(toy_project: pytest.Pytester):
+    result = run(toy_project, "--benchmark-task=walk", "--benchmark-episodes=2", "-v")
+    result.assert_outcomes(passed=2)
+    result = run(toy_project, "--benchmark-task=toy/crash,corridor", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*test_rollout[[]toy/walk[]]", "*test_rollout[[]toy/crash[]]"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--benchmark-env=nope"],
+            "--benchmark-env: unknown benchmark 'nope'; valid: *metaworld*toy",
+        ),
+        (["--benchmark-env=absent"], "--benchmark-env: absent is not installed*"),
+        (
+            ["--benchmark-task=run"],
+            "--benchmark-task: unknown toy task or group 'run'; valid groups: corridor; valid tasks: walk, stroll, crash",
+        ),
+        (
+            ["--benchmark-policy=magic"],
+            "--benchmark-policy: unknown policy 'magic'; valid: scripted, random, noop",
+        ),
+        (["--benchmark-episodes=0"], "--benchmark-episodes: '0' is not an integer >= 1"),
+        (["--benchmark-batch-size=x"], "--benchmark-batch-size: 'x' is not an integer >= 0"),
+        (
+            ["--benchmark-metrics=/etc/hostname/m.json"],
+            "--benchmark-metrics: cannot write /etc/hostname/m.json: *",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_at_configure(toy_project: pytest.Pytester, args, message):
+    result = run(toy_project, "--benchmark-env=toy", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_unknown_benchmark_in_marker(pytester: pytest.Pytester):
+    pytester.makepyfile(
+        """
+import pytest
+
+@pytest.mark.benchmark_env("nope")
+def test_x(evaluate):
+    pass
+"""
+    )
+    result = run(pytester)
+    result.stdout.fnmatch_lines(["*@benchmark_env('nope') names no benchmark; valid: metaworld*"])
+    assert result.ret != 0
+
+
+def test_crashed_worker_loses_only_its_task(toy_project: pytest.Pytester):
+    result = run(
+        toy_project, "-n", "2", "--benchmark-task=walk,stroll,crash", "--benchmark-episodes=2"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*crash*"])
+    document = read_metrics(toy_project.path / "benchmark-results" / "metrics.json")
+    ids = {row["id"]: row for row in document["results"]}
+    assert ids["toy/walk"]["successes"] == 2 and ids["toy/stroll"]["successes"] == 2
+    assert "toy/crash" not in ids
+
+
+def test_failing_task_records_its_error(toy_project: pytest.Pytester):
+    toy_project.makeconftest(
+        toy_project.path.joinpath("conftest.py").read_text()
+        + """
+import toybench, numpy as np
+toybench.Walker.act = lambda self, batch: np.full((len(batch["task"]), 1), np.nan, np.float32)
+"""
+    )
+    result = run(toy_project, "--benchmark-task=walk", "--benchmark-episodes=2")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*ActionError: actions hold NaN or inf (episode 0 step 0)*"])
+    row = read_metrics(toy_project.path / "benchmark-results" / "metrics.json")["results"][0]
+    assert row["error"].startswith("ActionError: actions hold NaN or inf")
+    assert row["n_episodes"] == 0 and row["planned_episodes"] == 2
+
+
+def test_loads_beside_pytest_benchmark(pytester: pytest.Pytester):
+    result = run(pytester, "--help")
+    result.stdout.fnmatch_lines(
+        [
+            "robot-policy simulation benchmarks (pytest-benchmarks):",
+            "*--benchmark-env=BENCHMARK_ENV*",
+            "*--benchmark-sync*",
+        ]
+    )
+    assert "--benchmark-json" in result.stdout.str()  # pytest-benchmark's own option
+    assert result.ret == 0
+    pytester.makepyfile(
+        """
+def test_timed(benchmark):
+    assert benchmark(sum, [1, 2]) == 3
+"""
+    )
+    result = run(pytester, "--strict-markers")
+    result.assert_outcomes(passed=1)

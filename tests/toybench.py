@@ -1,0 +1,110 @@
+"""A tiny benchmark registered by the tests: a 1-D corridor the scripted policy walks to the end.
+
+It is a real gymnasium env stepped through the real harness, fast enough to run hundreds of
+episodes in a test, and with tasks that misbehave on purpose (a crash that kills the process).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from pytest_benchmarks.processors import EnvProcessors, Feature, state_vector
+from pytest_benchmarks.registry import Benchmark, EnvConfig, TaskRef, register
+
+TASKS = {
+    "walk": "Walk to the end of the corridor.",
+    "stroll": "Walk slowly to the end of the corridor.",
+    "crash": "Kill the process that steps this env.",
+}
+
+
+class Corridor(gym.Env[np.ndarray, np.ndarray]):
+    """Position x starts at -0.1 * init_state; success when x >= 1."""
+
+    def __init__(self, config: EnvConfig) -> None:
+        self.task = config.task.task
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, (2,), np.float64)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+        self.x = 0.0
+        self.steps = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        self.x = -0.1 * int((options or {}).get("init_state", 0))
+        self.steps = 0
+        return np.array([self.x, 0.0]), {}
+
+    def step(self, action: np.ndarray) -> Any:
+        if self.task == "crash" and self.steps == 2:
+            os._exit(3)
+        self.steps += 1
+        speed = 0.05 if self.task == "stroll" else 0.2
+        self.x += speed * float(action[0])
+        return (
+            np.array([self.x, self.steps]),
+            -abs(1 - self.x),
+            False,
+            False,
+            {"success": self.x >= 1.0},
+        )
+
+
+class Walker:
+    def reset(self, slots: Any, seeds: Any) -> None:
+        pass
+
+    def act(self, batch: dict[str, Any]) -> np.ndarray:
+        return np.ones((len(batch["observation.state"]), 1), dtype=np.float32)
+
+    def identity(self) -> dict[str, str | None]:
+        return {"source": "scripted", "id": "toy.walker", "revision": None}
+
+
+@register("toy")
+class Toy(Benchmark):
+    extra = "toy"
+    requires = ()
+
+    def tasks(self) -> list[TaskRef]:
+        return [TaskRef("toy", "corridor", n, i, d) for i, (n, d) in enumerate(TASKS.items())]
+
+    def groups(self) -> dict[str, list[str]]:
+        return {"corridor": ["walk", "stroll"]}
+
+    def default_selection(self) -> list[TaskRef]:
+        return self.select(["corridor"])
+
+    def default_max_steps(self, task: TaskRef) -> int:
+        return 30
+
+    def init_state(self, task: TaskRef, episode: int) -> int:
+        return episode % 4
+
+    def spaces(self, task: TaskRef) -> Any:
+        return (
+            gym.spaces.Box(-np.inf, np.inf, (2,), np.float64),
+            gym.spaces.Box(-1.0, 1.0, (1,), np.float32),
+        )
+
+    def make_env(self, config: EnvConfig) -> gym.Env[Any, Any]:
+        return Corridor(config)
+
+    def features(self, task: TaskRef) -> dict[str, Feature]:
+        return {"observation.state": Feature((2,), "float32")}
+
+    def processors(self, task: TaskRef) -> EnvProcessors:
+        return EnvProcessors(self.features(task), task.description, [state_vector()])
+
+    def scripted_policy(self, task: TaskRef, num_envs: int) -> Walker:
+        return Walker()
+
+
+@register("absent")
+class Absent(Toy):
+    """A benchmark whose simulator is not installed."""
+
+    extra = "absent"
+    requires = ("no_such_simulator_module",)
