@@ -7,6 +7,7 @@ The transforms live here, not in policies, so every policy gets identical inputs
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +43,9 @@ class EnvProcessors:
     features: dict[str, Feature]
     description: str
     steps: list[Callable[[Batch], Batch]] = field(default_factory=list)
+    _expected: tuple[int, list[tuple[str, tuple[int, ...], np.dtype[Any]]]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def __call__(self, observation: Any) -> Batch:
         batch: Batch = {"raw": observation}
@@ -52,21 +56,22 @@ class EnvProcessors:
         return batch
 
     def check(self, batch: Mapping[str, Any], num_envs: int) -> None:
-        """Raise FeatureMismatch naming the first feature whose shape or dtype is off."""
-        missing = sorted(set(self.features) - set(batch))
-        if missing:
-            raise FeatureMismatch(
-                f"observation lacks features {missing}; produced {sorted(k for k in batch)}"
+        """Raise FeatureMismatch naming the first feature whose shape, dtype or values are off."""
+        if self._expected is None or self._expected[0] != num_envs:
+            self._expected = (
+                num_envs,
+                [(n, (num_envs, *f.shape), np.dtype(f.dtype)) for n, f in self.features.items()],
             )
-        for name, feature in self.features.items():
-            value = batch[name]
-            shape = (num_envs, *feature.shape)
-            if getattr(value, "shape", None) != shape or str(value.dtype) != feature.dtype:
-                got = f"{getattr(value, 'dtype', type(value).__name__)}{list(np.shape(value))}"
+        for name, shape, dtype in self._expected[1]:
+            value = batch.get(name)
+            if value is None:
                 raise FeatureMismatch(
-                    f"feature {name!r} is {got}, declared {feature.dtype}{list(shape)}"
+                    f"observation lacks feature {name!r}; produced {sorted(batch)}"
                 )
-            if value.dtype.kind == "f" and not np.isfinite(value).all():
+            if getattr(value, "shape", None) != shape or value.dtype != dtype:
+                got = f"{getattr(value, 'dtype', type(value).__name__)}{list(np.shape(value))}"
+                raise FeatureMismatch(f"feature {name!r} is {got}, declared {dtype}{list(shape)}")
+            if dtype.kind == "f" and not math.isfinite(value.sum()):
                 raise FeatureMismatch(f"feature {name!r} holds NaN or inf")
 
 

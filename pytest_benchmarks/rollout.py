@@ -8,6 +8,7 @@ instead of producing a quiet 0%.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -27,16 +28,30 @@ class ActionError(ValueError):
     """A policy produced actions the env cannot take."""
 
 
-def check_actions(actions: np.ndarray, space: gym.spaces.Box, num_envs: int) -> str | None:
-    """Why a batch of actions is unusable, or None."""
-    expected = (num_envs, *space.shape)
-    if getattr(actions, "shape", None) != expected:
-        return f"actions have shape {list(np.shape(actions))}, expected {list(expected)}"
-    if not np.isfinite(actions).all():
-        return "actions hold NaN or inf"
-    if (actions < space.low).any() or (actions > space.high).any():
-        return f"actions leave the action space [{space.low.min()}, {space.high.max()}]"
-    return None
+class ActionCheck:
+    """Per-step action validation, with the expected shape and bounds worked out once."""
+
+    def __init__(self, space: gym.spaces.Box, num_envs: int) -> None:
+        self.shape = (num_envs, *space.shape)
+        self.low, self.high = space.low, space.high
+        # Uniform bounds (the common case) are checked with one min and one max.
+        self.uniform = bool((space.low == space.low.flat[0]).all()) and bool(
+            (space.high == space.high.flat[0]).all()
+        )
+
+    def __call__(self, actions: np.ndarray) -> str | None:
+        """Why a batch of actions is unusable, or None."""
+        if getattr(actions, "shape", None) != self.shape:
+            return f"actions have shape {list(np.shape(actions))}, expected {list(self.shape)}"
+        if not math.isfinite(actions.sum()):
+            return "actions hold NaN or inf"
+        if self.uniform:
+            inside = actions.min() >= self.low.flat[0] and actions.max() <= self.high.flat[0]
+        else:
+            inside = not ((actions < self.low).any() or (actions > self.high).any())
+        if not inside:
+            return f"actions leave the action space [{self.low.min()}, {self.high.max()}]"
+        return None
 
 
 def run_episodes(
@@ -53,7 +68,7 @@ def run_episodes(
     n = env.num_envs
     if len(plan) < n:
         raise ValueError(f"{len(plan)} episodes cannot fill {n} env slots")
-    action_space = env.single_action_space
+    check_actions = ActionCheck(env.single_action_space, n)
     pending = deque(plan)
     running: list[EpisodeSpec | None] = [None] * n
     sum_reward = np.zeros(n)
@@ -86,19 +101,20 @@ def run_episodes(
         batch = processors(obs)
         processors.check(batch, n)
         actions = policy.act(batch)
-        problem = check_actions(actions, action_space, n)
+        problem = check_actions(actions)
         if problem:
             where = ", ".join(
                 f"episode {s.index} step {steps[i]}" for i, s in enumerate(running) if s
             )
             raise ActionError(f"{problem} ({where})")
         obs, rewards, terminated, truncated, info = env.step(actions)
-        rewards = np.where(active, rewards, 0.0)
+        # Parked slots report reward 0, no success and no end; their accumulators are reset
+        # before they run another episode, so nothing here needs masking.
         sum_reward += rewards
-        np.maximum(max_reward, np.where(active, rewards, -np.inf), out=max_reward)
-        steps += active
-        succeeded |= np.asarray(info.get("success", False), dtype=np.bool_) & active
-        ended = np.flatnonzero((terminated | truncated) & active)
+        np.maximum(max_reward, rewards, out=max_reward)
+        steps += 1
+        succeeded |= info["success"]
+        ended = np.flatnonzero(terminated | truncated)
         if not len(ended):
             continue
         now = time.perf_counter()

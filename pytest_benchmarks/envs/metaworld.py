@@ -9,6 +9,7 @@ variation ``i mod 50``, recorded as its ``init_state``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from importlib import metadata
 from typing import Any
 
@@ -133,6 +134,7 @@ class MetaWorld(Benchmark):
         return {"name": self.name, "version": _version("metaworld")}
 
 
+@cache
 def _version(distribution: str) -> str | None:
     try:
         return metadata.version(distribution)

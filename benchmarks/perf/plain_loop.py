@@ -1,0 +1,46 @@
+"""The baseline the harness is measured against: Meta-World's scripted experts in a plain loop.
+
+Runs the same episodes the harness plans (episode i of a task uses goal variation i mod 50 of
+``metaworld.MT1(task, seed=SEED)``, stops at success or the step limit) with no vector env, no
+processors and no checks, and prints the total number of env steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import metaworld
+import numpy as np
+from metaworld.policies import ENV_POLICY_MAP
+
+from pytest_benchmarks import registry
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--task", default="MT10", help="task or group, as --benchmark-task")
+    parser.add_argument("--episodes", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=1000)
+    parser.add_argument("--max-steps", type=int, default=500)
+    args = parser.parse_args()
+    total = 0
+    for task in registry.get("metaworld").select(args.task.split(",")):
+        goals = metaworld.MT1(task.task, seed=args.seed).train_tasks
+        env = metaworld.env_dict.ALL_V3_ENVIRONMENTS[task.task]()
+        env.max_path_length = args.max_steps
+        expert = ENV_POLICY_MAP[task.task]()
+        for episode in range(args.episodes):
+            env.set_task(goals[episode % len(goals)])
+            obs, _ = env.reset()
+            for _ in range(args.max_steps):
+                action = np.clip(expert.get_action(obs), -1.0, 1.0)
+                obs, _, _, truncated, info = env.step(action)
+                total += 1
+                if info["success"] or truncated:
+                    break
+        env.close()
+    print(f"steps {total}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""The rollout on real simulators: slots, parking, determinism across batch sizes and sync/async."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pytest_benchmarks import registry
+from pytest_benchmarks.evaluation import evaluate_task
+from pytest_benchmarks.policies import make_policy
+from pytest_benchmarks.registry import EnvConfig
+from pytest_benchmarks.results import TaskResult
+from pytest_benchmarks.vector import LazyVectorEnv, SlotEnv
+
+
+def _evaluate(
+    name: str, task: str, spec: str, batch: int, sync: bool, episodes: int, max_steps: int
+) -> TaskResult:
+    benchmark = registry.get(name)
+    ref = benchmark.select([task])[0]
+    env = LazyVectorEnv(EnvConfig(ref, max_steps, 1000), batch, sync)
+    try:
+        policy = make_policy(spec, benchmark, ref, batch)
+        return evaluate_task(
+            env, policy, benchmark.processors(ref), 1000, range(episodes), lambda r: None
+        )
+    finally:
+        env.close()
+
+
+def test_metaworld_episode_outcomes_do_not_depend_on_batch_size():
+    runs = {
+        (batch, sync): _evaluate("metaworld", "push-v3", "scripted", batch, sync, 5, 120)
+        for batch, sync in [(1, True), (2, False), (4, True)]
+    }
+    outcomes = {key: [e.outcome() for e in r.episodes] for key, r in runs.items()}
+    first = outcomes[(1, True)]
+    assert all(o == first for o in outcomes.values())
+    assert [o[2] for o in first] == [0, 1, 2, 3, 4]  # init_state = goal variation i mod 50
+    assert any(e.success for e in runs[(1, True)].episodes)
+    assert all(1 <= e.steps <= 120 for e in runs[(1, True)].episodes)
+
+
+def test_random_policy_is_reproducible_per_episode():
+    import toybench  # noqa: F401
+
+    a = _evaluate("toy", "stroll", "random", 1, True, 6, 30)
+    b = _evaluate("toy", "stroll", "random", 3, False, 6, 30)
+    assert [e.outcome() for e in a.episodes] == [e.outcome() for e in b.episodes]
+    assert len({e.sum_reward for e in a.episodes}) > 1  # different seeds, different episodes
+
+
+def test_noop_policy_never_succeeds_and_runs_to_the_limit():
+    import toybench  # noqa: F401
+
+    result = _evaluate("toy", "walk", "noop", 2, True, 3, 12)
+    assert [(e.success, e.steps) for e in result.episodes] == [(False, 12)] * 3
+
+
+def test_a_finished_slot_never_steps_its_simulator_past_the_end():
+    benchmark = registry.get("metaworld")
+    task = benchmark.select(["reach-v3"])[0]
+    slot = SlotEnv(type(benchmark), EnvConfig(task, 5, 0), 0)
+    assert slot._env is None  # no simulator until the first reset
+    slot.reset(seed=0, options={"slots": [{"init_state": 3}]})
+    inner = slot._env._env
+    ended = [slot.step(np.zeros(4, np.float32))[3] for _ in range(5)]
+    assert ended == [False] * 4 + [True]
+    assert inner.curr_path_length == 5
+    last = slot.step(np.ones(4, np.float32))
+    assert last[1:4] == (0.0, False, False)  # parked: no reward, no new ending
+    assert inner.curr_path_length == 5
+    parked, _ = slot.reset(options={"slots": [{"park": True}]})
+    assert parked is last[0] and inner.curr_path_length == 5
+    slot.close()
+
+
+def test_feature_mismatch_fails_the_task():
+    import toybench
+
+    benchmark = registry.get("toy")
+    task = benchmark.select(["walk"])[0]
+    processors = benchmark.processors(task)
+    processors.features["observation.state"] = toybench.Feature((3,), "float32")
+    env = LazyVectorEnv(EnvConfig(task, 10, 0), 1, True)
+    recorded: list[TaskResult] = []
+    with pytest.raises(
+        ValueError,
+        match=r"feature 'observation.state' is float32\[1, 2\], declared float32\[1, 3\]",
+    ):
+        evaluate_task(
+            env, benchmark.scripted_policy(task, 1), processors, 0, range(2), recorded.append
+        )
+    env.close()
+    assert recorded[0].error.startswith("FeatureMismatch: feature 'observation.state'")

@@ -1,0 +1,165 @@
+"""Plain functions: selection, planning, statistics, metrics writing, batch sizing, scheduling."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import metaworld.env_dict
+import pytest
+from scipy.stats import binomtest
+
+from pytest_benchmarks import registry
+from pytest_benchmarks.plan import plan_episodes
+from pytest_benchmarks.registry import SelectionError
+from pytest_benchmarks.report import build_metrics, check_writable, write_atomic
+from pytest_benchmarks.results import EpisodeRecord, TaskResult, wilson_interval
+from pytest_benchmarks.vector import auto_batch_size
+
+
+@pytest.mark.parametrize(
+    ("k", "n"), [(0, 1), (1, 1), (3, 10), (48, 50), (0, 50), (50, 50), (7, 13)]
+)
+def test_wilson_matches_scipy(k, n):
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    low, high = wilson_interval(k, n)
+    assert math.isclose(low, 100 * ci.low, abs_tol=1e-9)
+    assert math.isclose(high, 100 * ci.high, abs_tol=1e-9)
+
+
+def test_metaworld_tasks_match_the_installed_package():
+    mw = registry.get("metaworld")
+    assert [t.task for t in mw.tasks()] == list(metaworld.env_dict.ALL_V3_ENVIRONMENTS)
+    assert mw.groups()["MT10"] == list(metaworld.env_dict.MT10_V3)
+    assert all(t.description.endswith(".") for t in mw.tasks())
+
+
+def test_selection_spellings_groups_and_order():
+    mw = registry.get("metaworld")
+    assert [t.id for t in mw.select(["metaworld-push-v3", "metaworld/reach-v3", "push-v3"])] == [
+        "metaworld/push-v3",
+        "metaworld/reach-v3",
+    ]
+    assert len(mw.select(["MT10", "reach-v3"])) == 10
+    assert len(mw.select(["MT50"])) == 50
+    with pytest.raises(
+        SelectionError,
+        match=r"unknown metaworld task or group 'pussh-v3'; valid groups: MT10, MT50; valid tasks: assembly-v3, ",
+    ):
+        mw.select(["pussh-v3"])
+    with pytest.raises(SelectionError, match="unknown benchmark 'nope'; valid: (.*, )?metaworld"):
+        registry.get("nope")
+
+
+def test_episode_plan_depends_on_seed_and_index_only():
+    mw = registry.get("metaworld")
+    task = mw.select(["push-v3"])[0]
+    plan = plan_episodes(mw, task, 7, [0, 1, 49, 50, 123])
+    assert [(e.index, e.seed, e.init_state) for e in plan] == [
+        (0, 7, 0),
+        (1, 8, 1),
+        (49, 56, 49),
+        (50, 57, 0),
+        (123, 130, 23),
+    ]
+    assert plan_episodes(mw, task, 7, [123]) == plan[-1:]
+
+
+@pytest.mark.parametrize(
+    ("episodes", "workers", "cpus", "expected"),
+    [(10, 1, 2, 1), (10, 1, 8, 5), (10, 2, 8, 2), (3, 1, 64, 3), (500, 1, 200, 64), (10, 8, 2, 1)],
+)
+def test_auto_batch_size(episodes, workers, cpus, expected):
+    assert auto_batch_size(episodes, workers, cpus) == expected
+
+
+def _result(successes: list[bool], error: str | None = None) -> TaskResult:
+    task = registry.get("metaworld").select(["push-v3"])[0]
+    episodes = [
+        EpisodeRecord(i, 100 + i, i, s, 10 + i, 1.5 * i, 0.5, 0.01) for i, s in enumerate(successes)
+    ]
+    return TaskResult(
+        task,
+        episodes,
+        eval_s=2.0,
+        batch_size=2,
+        planned=4,
+        error=error,
+        policy={"source": "scripted", "id": "x", "revision": "1"},
+    )
+
+
+def test_task_result_row_round_trip_and_aggregates():
+    result = _result([True, False, True])
+    row = result.to_row()
+    assert row["successes"] == 2 and row["n_episodes"] == 3 and row["planned_episodes"] == 4
+    assert row["pc_success"] == pytest.approx(200 / 3)
+    assert row["avg_steps"] == 11 and row["eval_ep_s"] == pytest.approx(2 / 3)
+    assert result.partial
+    back = TaskResult.from_row(json.loads(json.dumps(row)))
+    assert back.to_row() == row
+
+
+def test_metrics_document_validates_and_aggregates(tmp_path):
+    import jsonschema
+
+    from pytest_benchmarks.report import schema
+
+    document = build_metrics(
+        [_result([True, True]), _result([], error="ValueError: boom")], _run(), "scripted"
+    )
+    jsonschema.validate(document, schema())
+    assert document["overall"]["n_episodes"] == 2 and document["overall"]["n_errors"] == 1
+    assert document["policy"] == {
+        "spec": "scripted",
+        "source": "scripted",
+        "id": "x",
+        "revision": "1",
+    }
+
+
+def _run() -> dict:
+    return {
+        "args": [], "seed": 0, "episodes": 2, "batch_size": 0, "workers": 0, "sync": False,
+        "policy": "scripted", "max_steps": None, "git_commit": None, "host": "h", "python": "3",
+        "packages": {}, "started_at": "2026-01-01T00:00:00+00:00",
+        "finished_at": "2026-01-01T00:00:01+00:00", "duration_s": 1.0, "partial": False,
+        "exitstatus": 0,
+    }  # fmt: skip
+
+
+def test_atomic_write_replaces_and_leaves_no_temporary_files(tmp_path):
+    path = tmp_path / "deep" / "metrics.json"
+    write_atomic(path, {"a": 1})
+    write_atomic(path, {"a": 2})
+    assert json.loads(path.read_text()) == {"a": 2}
+    assert [p.name for p in path.parent.iterdir()] == ["metrics.json"]
+    with pytest.raises(ValueError):
+        write_atomic(path, {"a": float("nan")})  # not valid JSON: refused, old file kept
+    assert json.loads(path.read_text()) == {"a": 2}
+    assert [p.name for p in path.parent.iterdir()] == ["metrics.json"]
+
+
+def test_check_writable(tmp_path):
+    check_writable(tmp_path / "new" / "dir" / "m.json")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OSError, match="not writable"):
+        check_writable(tmp_path / "file" / "m.json")
+    with pytest.raises(OSError, match="is a directory"):
+        check_writable(tmp_path)
+
+
+def test_task_scheduling_groups_by_task(pytester):
+    from pytest_benchmarks.scheduling import TaskScheduling
+
+    config = pytester.parseconfig("--tx=2*popen")
+    scheduler = TaskScheduling(config, None, ["a/x", "a/x-y", "metaworld/push-v3"])
+    scope = scheduler._split_scope
+    assert scope("t.py::test_a[metaworld/push-v3]") == "metaworld/push-v3"
+    assert scope("u.py::test_b[metaworld/push-v3]") == "metaworld/push-v3"
+    assert scope("t.py::test_a[metaworld/push-v3-slow]") == "metaworld/push-v3"
+    assert scope("t.py::test_a[1-a/x-y]") == "a/x-y"
+    assert scope("t.py::test_a[a/x-y]") == "a/x-y"
+    assert scope("t.py::test_a[a/x]") == "a/x"
+    assert scope("t.py::test_plain") == "t.py::test_plain"
+    assert scope("t.py::test_p[metaworld/push-v30]") == "t.py::test_p[metaworld/push-v30]"
