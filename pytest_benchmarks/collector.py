@@ -34,6 +34,10 @@ class ResultCollector:
         self.write(partial=True, exitstatus=None)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        # Without xdist, a task interrupted by Ctrl-C never got a test report; its partial
+        # result is still in this process's cache.
+        for task_id, result in self.state.cache.items():
+            self.state.results.setdefault(task_id, result)
         complete = exitstatus != pytest.ExitCode.INTERRUPTED and not any(
             r.partial for r in self.state.results.values()
         )

@@ -214,3 +214,62 @@ def test_timed(benchmark):
     )
     result = run(pytester, "--strict-markers")
     result.assert_outcomes(passed=1)
+
+
+def test_ctrl_c_keeps_what_finished(toy_project: pytest.Pytester):
+    # Tasks run in the benchmark's order: walk and stroll finish, then interrupt gets SIGINT.
+    toy_project.makepyfile(
+        test_toy="""
+import pytest
+
+pytestmark = pytest.mark.benchmark_env("toy")
+
+def test_success_rate(evaluate):
+    assert evaluate().successes > 0
+"""
+    )
+    result = run(
+        toy_project,
+        "--benchmark-task=walk,stroll,interrupt",
+        "--benchmark-episodes=3",
+        "--benchmark-batch-size=1",
+    )
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    metrics = toy_project.path / "benchmark-results" / "metrics.json"
+    document = read_metrics(metrics)
+    jsonschema.validate(document, schema())
+    assert document["run"]["partial"] is True
+    rows = {row["id"]: row for row in document["results"]}
+    assert rows["toy/walk"]["successes"] == 3 and rows["toy/stroll"]["successes"] == 3
+    assert rows["toy/interrupt"]["error"].startswith("KeyboardInterrupt")
+    assert rows["toy/interrupt"]["n_episodes"] == 0
+    assert [p.name for p in metrics.parent.iterdir()] == ["metrics.json"]
+
+
+def test_metaworld_records_match_across_batch_sizes_and_workers(pytester: pytest.Pytester):
+    pytester.makepyfile(
+        test_mw="""
+import pytest
+
+@pytest.mark.benchmark_env("metaworld")
+def test_success_rate(evaluate):
+    assert evaluate().error is None
+"""
+    )
+    common = [
+        "--benchmark-task=reach-v3,push-v3",
+        "--benchmark-episodes=4",
+        "--benchmark-max-steps=150",
+    ]
+    runs = {}
+    for name, args in {
+        "n0": [],
+        "n2": ["-n", "2"],
+        "b2": ["--benchmark-batch-size=2"],
+        "b4": ["--benchmark-batch-size=4"],
+    }.items():
+        path = pytester.path / f"{name}.json"
+        run(pytester, *common, f"--benchmark-metrics={path}", *args).assert_outcomes(passed=2)
+        runs[name] = outcomes(read_metrics(path))
+    assert runs["n0"] == runs["n2"] == runs["b2"] == runs["b4"]
+    assert len(runs["n0"]["metaworld/push-v3"]) == 4

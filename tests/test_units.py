@@ -47,7 +47,7 @@ def test_selection_spellings_groups_and_order():
         match=r"unknown metaworld task or group 'pussh-v3'; valid groups: MT10, MT50; valid tasks: assembly-v3, ",
     ):
         mw.select(["pussh-v3"])
-    with pytest.raises(SelectionError, match="unknown benchmark 'nope'; valid: (.*, )?metaworld"):
+    with pytest.raises(SelectionError, match=r"unknown benchmark 'nope'; valid: (.*, )?metaworld"):
         registry.get("nope")
 
 

@@ -7,6 +7,7 @@ episodes in a test, and with tasks that misbehave on purpose (a crash that kills
 from __future__ import annotations
 
 import os
+import signal
 from typing import Any
 
 import gymnasium as gym
@@ -19,6 +20,7 @@ TASKS = {
     "walk": "Walk to the end of the corridor.",
     "stroll": "Walk slowly to the end of the corridor.",
     "crash": "Kill the process that steps this env.",
+    "interrupt": "Send Ctrl-C (SIGINT) to the process that steps this env.",
 }
 
 
@@ -40,6 +42,8 @@ class Corridor(gym.Env[np.ndarray, np.ndarray]):
     def step(self, action: np.ndarray) -> Any:
         if self.task == "crash" and self.steps == 2:
             os._exit(3)
+        if self.task == "interrupt" and self.steps == 2:
+            os.kill(os.getpid(), signal.SIGINT)
         self.steps += 1
         speed = 0.05 if self.task == "stroll" else 0.2
         self.x += speed * float(action[0])
