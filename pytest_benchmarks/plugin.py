@@ -12,9 +12,7 @@ import pytest
 
 from pytest_benchmarks import registry, settings
 from pytest_benchmarks.collector import ResultCollector
-from pytest_benchmarks.registry import SelectionError
-from pytest_benchmarks.report import check_writable
-from pytest_benchmarks.state import PENDING, STATE, SessionState, get_state
+from pytest_benchmarks.state import PENDING, STATE, build_state, get_state
 
 pytest_plugins = ["pytest_benchmarks.fixtures"]
 
@@ -38,47 +36,8 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{MARKER}(*names): run this test once per task of the named benchmarks "
         "(parametrizes the benchmark_task fixture)",
     )
-    is_worker = hasattr(config, "workerinput")
-    is_controller = not is_worker and not config.option.collectonly
-
-    def check_metrics(path: Any) -> None:
-        if not is_controller:
-            return
-        try:
-            check_writable(path)
-        except OSError as exc:
-            raise pytest.UsageError(f"--benchmark-metrics: cannot write {path}: {exc}") from None
-
-    options = settings.load(config, check_metrics)
-    wanted = options.envs or tuple(registry.names())
-    unavailable: dict[str, str] = {}
-    active: list[str] = []
-    for name in wanted:
-        reason = registry.get(name).missing()
-        if reason and options.envs:
-            raise pytest.UsageError(f"--benchmark-env: {reason}")
-        if reason:
-            unavailable[name] = reason
-        else:
-            active.append(name)
-    try:
-        selection = registry.resolve(active, options.tasks)
-    except SelectionError as exc:
-        raise pytest.UsageError(f"--benchmark-task: {exc}") from None
-    workers = (
-        int(config.workerinput["workercount"])  # type: ignore[attr-defined]
-        if is_worker
-        else int(getattr(config.option, "numprocesses", 0) or 0)
-    )
-    state = config.stash[STATE] = SessionState(
-        settings=options,
-        selection=selection,
-        unavailable=unavailable,
-        excluded=[n for n in registry.names() if options.envs and n not in options.envs],
-        is_worker=is_worker,
-        workers=workers,
-    )
-    if not is_worker:
+    state = config.stash[STATE] = build_state(config)
+    if not state.is_worker:
         config.pluginmanager.register(ResultCollector(config, state), "benchmarks-collector")
 
 

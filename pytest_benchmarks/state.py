@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
-from pytest_benchmarks import registry
-from pytest_benchmarks.registry import EnvConfig, TaskRef
+from pytest_benchmarks import registry, settings
+from pytest_benchmarks.registry import EnvConfig, SelectionError, TaskRef
+from pytest_benchmarks.report import check_writable
 from pytest_benchmarks.results import TaskResult
 from pytest_benchmarks.settings import Settings
 from pytest_benchmarks.vector import auto_batch_size
@@ -48,6 +50,52 @@ class SessionState:
         if self.settings.batch_size:
             return min(self.settings.batch_size, episodes)
         return auto_batch_size(episodes, max(1, self.workers))
+
+
+def build_state(config: pytest.Config) -> SessionState:
+    """Validate the options and work out which benchmarks and tasks this session runs.
+
+    Raises pytest.UsageError with one line for anything invalid, before collection.
+    """
+    is_worker = hasattr(config, "workerinput")
+    is_controller = not is_worker and not config.option.collectonly
+
+    def check_metrics(path: Path) -> None:
+        if not is_controller:
+            return
+        try:
+            check_writable(path)
+        except OSError as exc:
+            raise pytest.UsageError(f"--benchmark-metrics: cannot write {path}: {exc}") from None
+
+    options = settings.load(config, check_metrics)
+    unavailable: dict[str, str] = {}
+    active: list[str] = []
+    for name in options.envs or registry.names():
+        reason = registry.get(name).missing()
+        if reason and options.envs:
+            raise pytest.UsageError(f"--benchmark-env: {reason}")
+        if reason:
+            unavailable[name] = reason
+        else:
+            active.append(name)
+    try:
+        selection = registry.resolve(active, options.tasks)
+    except SelectionError as exc:
+        raise pytest.UsageError(f"--benchmark-task: {exc}") from None
+    workers = (
+        int(config.workerinput["workercount"])  # type: ignore[attr-defined]
+        if is_worker
+        else int(getattr(config.option, "numprocesses", 0) or 0)
+    )
+    return SessionState(
+        settings=options,
+        selection=selection,
+        unavailable=unavailable,
+        excluded=[n for n in registry.names() if options.envs and n not in options.envs],
+        is_worker=is_worker,
+        workers=workers,
+    )
 
 
 STATE = pytest.StashKey[SessionState]()
