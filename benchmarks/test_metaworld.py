@@ -22,7 +22,7 @@ def test_rollout(evaluate, benchmark_task, env_processors, vector_env):
     assert benchmark_task.description
     assert env_processors.description == benchmark_task.description
     # The processed observation the policy saw is the benchmark's declared contract.
-    assert env_processors.features == registry.get("metaworld").features(benchmark_task)
+    assert env_processors.features == registry.get("metaworld").features(vector_env.config)
 
 
 def test_success_rate(evaluate):

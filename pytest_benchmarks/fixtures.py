@@ -32,9 +32,10 @@ def benchmark_task(request: pytest.FixtureRequest) -> TaskRef:
 
 
 @pytest.fixture
-def env_processors(benchmark_task: TaskRef) -> EnvProcessors:
+def env_processors(request: pytest.FixtureRequest, benchmark_task: TaskRef) -> EnvProcessors:
     """Observation transforms from the task's env to the policy batch."""
-    return registry.get(benchmark_task.env).processors(benchmark_task)
+    config = get_state(request.config).env_config(benchmark_task)
+    return registry.get(benchmark_task.env).processors(config)
 
 
 @pytest.fixture
@@ -58,7 +59,8 @@ def policy(
 ) -> Policy:
     """The policy named by ``--benchmark-policy``, built for this task's slots."""
     spec = get_state(request.config).settings.policy
-    return make_policy(spec, registry.get(benchmark_task.env), benchmark_task, vector_env.num_envs)
+    benchmark = registry.get(benchmark_task.env)
+    return make_policy(spec, benchmark, vector_env.config, vector_env.num_envs)
 
 
 @pytest.fixture

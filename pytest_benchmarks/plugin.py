@@ -12,7 +12,9 @@ import pytest
 
 from pytest_benchmarks import registry, settings
 from pytest_benchmarks.collector import ResultCollector
-from pytest_benchmarks.state import PENDING, STATE, build_state, get_state
+from pytest_benchmarks.policies import parse_spec
+from pytest_benchmarks.registry import TaskRef
+from pytest_benchmarks.state import PENDING, STATE, SessionState, build_state, get_state
 
 pytest_plugins = ["pytest_benchmarks.fixtures"]
 
@@ -60,10 +62,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 pytest.param(None, id=name, marks=pytest.mark.skip(reason=state.unavailable[name]))
             )
         else:
-            params.extend(pytest.param(task, id=task.id) for task in state.selection[name])
+            params.extend(_task_param(state, task) for task in state.selection[name])
             if not state.selection[name]:
                 params.append(pytest.param(_Excluded(name), id=name))
     metafunc.parametrize("benchmark_task", params, indirect=True)
+
+
+def _task_param(state: SessionState, task: TaskRef) -> Any:
+    """A task's parameter; skipped when the default scripted policy does not cover it."""
+    reason = None
+    if parse_spec(state.settings.policy)[0] == "scripted":
+        reason = registry.get(task.env).scripted_missing(task)
+    marks = [pytest.mark.skip(reason=f"{task.id}: {reason}")] if reason else []
+    return pytest.param(task, id=task.id, marks=marks)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

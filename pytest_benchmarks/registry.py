@@ -33,11 +33,18 @@ class TaskRef:
     task: str
     task_id: int
     description: str
+    #: Short name within the benchmark when the task name is unwieldy (``libero_spatial/0``).
+    key: str = ""
+
+    @property
+    def name(self) -> str:
+        """The task's name within its benchmark, as ``--benchmark-task`` accepts it."""
+        return self.key or self.task
 
     @property
     def id(self) -> str:
         """Stable identifier used in test ids, snapshots and the metrics JSON."""
-        return f"{self.env}/{self.task}"
+        return f"{self.env}/{self.name}"
 
 
 @dataclass(frozen=True)
@@ -48,6 +55,14 @@ class EnvConfig:
     max_steps: int
     #: The run's base seed; a benchmark may derive its set of initial states from it.
     seed: int
+    #: ``state`` (no rendering) or ``pixels`` (camera images too).
+    obs: str = "state"
+    #: Camera image height and width.
+    image_size: tuple[int, int] = (128, 128)
+    #: No-op steps after each reset, before the episode's first step; None: the benchmark's own.
+    settle_steps: int | None = None
+    #: Renames of camera observation keys: (env key, policy feature suffix) pairs.
+    camera_map: tuple[tuple[str, str], ...] = ()
 
 
 class Benchmark(ABC):
@@ -58,6 +73,8 @@ class Benchmark(ABC):
     extra: ClassVar[str]
     #: Modules that must be importable for the benchmark to run.
     requires: ClassVar[tuple[str, ...]]
+    #: Observation modes the benchmark offers; the first is its default.
+    observation_modes: ClassVar[tuple[str, ...]] = ("state",)
 
     def missing(self) -> str | None:
         """Why this benchmark cannot run here, or None when its simulator is installed."""
@@ -75,7 +92,7 @@ class Benchmark(ABC):
 
     @abstractmethod
     def groups(self) -> dict[str, list[str]]:
-        """Named groups of task names (Meta-World's MT10, a LIBERO suite)."""
+        """Named groups of task names (``TaskRef.name``): Meta-World's MT10, a LIBERO suite."""
 
     def aliases(self, token: str) -> str:
         """Map another spelling of a task name onto the canonical one."""
@@ -90,7 +107,7 @@ class Benchmark(ABC):
 
         Raises SelectionError for a token this benchmark does not know.
         """
-        by_name = {t.task: t for t in self.tasks()}
+        by_name = {t.name: t for t in self.tasks()}
         groups = self.groups()
         chosen: set[str] = set()
         for raw in tokens:
@@ -104,7 +121,7 @@ class Benchmark(ABC):
                     f"unknown {self.name} task or group {raw!r}; valid groups: "
                     f"{', '.join(groups)}; valid tasks: {', '.join(by_name)}"
                 )
-        return [t for t in self.tasks() if t.task in chosen]
+        return [t for t in self.tasks() if t.name in chosen]
 
     def knows(self, token: str) -> bool:
         """Whether a task or group name belongs to this benchmark."""
@@ -123,7 +140,7 @@ class Benchmark(ABC):
         """Which of the task's initial states episode ``episode`` starts from."""
 
     @abstractmethod
-    def spaces(self, task: TaskRef) -> tuple[gym.Space[Any], gym.Space[Any]]:
+    def spaces(self, config: EnvConfig) -> tuple[gym.Space[Any], gym.Space[Any]]:
         """Observation and action spaces of one env, declared without building a simulator."""
 
     @abstractmethod
@@ -135,16 +152,20 @@ class Benchmark(ABC):
         """
 
     @abstractmethod
-    def processors(self, task: TaskRef) -> EnvProcessors:
+    def processors(self, config: EnvConfig) -> EnvProcessors:
         """Observation transforms from this benchmark's envs to a policy's input batch."""
 
     @abstractmethod
-    def features(self, task: TaskRef) -> dict[str, Feature]:
+    def features(self, config: EnvConfig) -> dict[str, Feature]:
         """The processed observation features every policy can rely on."""
 
     @abstractmethod
     def scripted_policy(self, task: TaskRef, num_envs: int) -> Policy:
         """The benchmark's scripted expert for one task."""
+
+    def scripted_missing(self, task: TaskRef) -> str | None:
+        """Why the scripted expert cannot run this task (its tests are skipped), or None."""
+        return None
 
     def identity(self) -> dict[str, str | None]:
         """Name and version of the simulator package, for the metrics JSON."""
@@ -218,4 +239,4 @@ def _valid_summary(benchmark: Benchmark) -> str:
 
 def _load_builtin() -> None:
     # Importing the modules runs their @register decorators; no simulator is imported here.
-    from pytest_benchmarks.envs import metaworld  # noqa: F401
+    from pytest_benchmarks.envs import libero, metaworld  # noqa: F401

@@ -122,7 +122,11 @@ class TaskResult:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> TaskResult:
-        task = TaskRef(row["env"], row["suite"], row["task"], row["task_id"], row["description"])
+        name = row["id"].split("/", 1)[1]
+        key = "" if name == row["task"] else name
+        task = TaskRef(
+            row["env"], row["suite"], row["task"], row["task_id"], row["description"], key
+        )
         return cls(
             task=task,
             episodes=[EpisodeRecord(**e) for e in row["episodes"]],

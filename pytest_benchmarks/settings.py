@@ -48,7 +48,23 @@ OPTIONS: dict[str, tuple[str, str]] = {
     ),
     "--benchmark-max-steps": ("string", "episode step limit (default: the benchmark's own)"),
     "--benchmark-metrics": ("string", f"metrics JSON path (default {DEFAULT_METRICS})"),
+    "--benchmark-obs": (
+        "string",
+        "observations: state (no rendering) or pixels (camera images too); "
+        "default: the benchmark's own (LIBERO pixels, Meta-World state)",
+    ),
+    "--benchmark-image-size": ("string", "camera image size, N or HxW (default 128)"),
+    "--benchmark-camera-map": (
+        "string",
+        "rename cameras, e.g. agentview_image=camera1,robot0_eye_in_hand_image=camera2",
+    ),
+    "--benchmark-settle-steps": (
+        "string",
+        "no-op steps after each reset before the policy acts (default: the benchmark's own)",
+    ),
 }
+
+OBS_MODES = ("state", "pixels")
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -81,6 +97,10 @@ class Settings:
     policy: str
     max_steps: int | None
     metrics: Path
+    obs: str | None = None
+    image_size: tuple[int, int] = (128, 128)
+    camera_map: tuple[tuple[str, str], ...] = ()
+    settle_steps: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -92,6 +112,10 @@ class Settings:
             "seed": self.seed,
             "policy": self.policy,
             "max_steps": self.max_steps,
+            "obs": self.obs,
+            "image_size": list(self.image_size),
+            "camera_map": dict(self.camera_map),
+            "settle_steps": self.settle_steps,
         }
 
 
@@ -125,6 +149,36 @@ def _integer(config: pytest.Config, flag: str, default: int, minimum: int) -> in
 def _optional_integer(config: pytest.Config, flag: str, minimum: int) -> int | None:
     value = _raw(config, flag)
     return None if value is None else _parse_int(flag, value, minimum)
+
+
+def _choice(config: pytest.Config, flag: str, valid: tuple[str, ...]) -> str | None:
+    value = _raw(config, flag)
+    if value is not None and value not in valid:
+        raise pytest.UsageError(f"{flag}: {value!r} is not one of {', '.join(valid)}")
+    return value
+
+
+def _image_size(value: Any) -> tuple[int, int]:
+    if value is None:
+        return (128, 128)
+    parts = str(value).lower().split("x")
+    if len(parts) in (1, 2) and all(p.isdigit() and int(p) > 0 for p in parts):
+        height, width = int(parts[0]), int(parts[-1])
+        return (height, width)
+    raise pytest.UsageError(f"--benchmark-image-size: {value!r} is not N or HxW (e.g. 224x224)")
+
+
+def _camera_map(value: Any) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for item in _names(value) or ():
+        source, sep, target = item.partition("=")
+        if not sep or not source.strip() or not target.strip():
+            raise pytest.UsageError(
+                f"--benchmark-camera-map: {item!r} is not ENV_CAMERA=NAME "
+                "(e.g. agentview_image=camera1)"
+            )
+        pairs.append((source.strip(), target.strip()))
+    return tuple(pairs)
 
 
 def _names(value: Any) -> tuple[str, ...] | None:
@@ -162,6 +216,10 @@ def load(config: pytest.Config, check: Callable[[Path], None] | None = None) -> 
         policy=policy,
         max_steps=_optional_integer(config, "--benchmark-max-steps", 1),
         metrics=metrics,
+        obs=_choice(config, "--benchmark-obs", OBS_MODES),
+        image_size=_image_size(_raw(config, "--benchmark-image-size")),
+        camera_map=_camera_map(_raw(config, "--benchmark-camera-map")),
+        settle_steps=_optional_integer(config, "--benchmark-settle-steps", 0),
     )
     if check is not None:
         check(settings.metrics)

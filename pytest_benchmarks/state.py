@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_benchmarks import registry, settings
+from pytest_benchmarks import registry, rendering, settings
 from pytest_benchmarks.registry import EnvConfig, SelectionError, TaskRef
 from pytest_benchmarks.report import check_writable
 from pytest_benchmarks.results import TaskResult
@@ -43,8 +43,16 @@ class SessionState:
 
     def env_config(self, task: TaskRef) -> EnvConfig:
         benchmark = registry.get(task.env)
-        steps = self.settings.max_steps or benchmark.default_max_steps(task)
-        return EnvConfig(task=task, max_steps=steps, seed=self.settings.seed)
+        s = self.settings
+        return EnvConfig(
+            task=task,
+            max_steps=s.max_steps or benchmark.default_max_steps(task),
+            seed=s.seed,
+            obs=s.obs or benchmark.observation_modes[0],
+            image_size=s.image_size,
+            settle_steps=s.settle_steps,
+            camera_map=s.camera_map,
+        )
 
     def batch_size(self, episodes: int) -> int:
         if self.settings.batch_size:
@@ -83,6 +91,13 @@ def build_state(config: pytest.Config) -> SessionState:
         selection = registry.resolve(active, options.tasks)
     except SelectionError as exc:
         raise pytest.UsageError(f"--benchmark-task: {exc}") from None
+    for name, tasks in selection.items():
+        modes = registry.get(name).observation_modes
+        if tasks and options.obs and options.obs not in modes:
+            raise pytest.UsageError(
+                f"--benchmark-obs: {name} offers {', '.join(modes)}, not {options.obs}"
+            )
+    _check_rendering(options, selection)
     workers = (
         int(config.workerinput["workercount"])  # type: ignore[attr-defined]
         if is_worker
@@ -96,6 +111,18 @@ def build_state(config: pytest.Config) -> SessionState:
         is_worker=is_worker,
         workers=workers,
     )
+
+
+def _check_rendering(options: Settings, selection: dict[str, list[TaskRef]]) -> None:
+    """Pick MuJoCo's GL backend now, before anything imports mujoco; fail early if it is absent."""
+    backend = rendering.choose_backend()
+    renders = any(
+        tasks and (options.obs or registry.get(name).observation_modes[0]) == "pixels"
+        for name, tasks in selection.items()
+    )
+    problem = rendering.missing(backend) if renders else None
+    if problem:
+        raise pytest.UsageError(problem)
 
 
 STATE = pytest.StashKey[SessionState]()

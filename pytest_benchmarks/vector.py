@@ -35,7 +35,7 @@ class SlotEnv(gym.Env[Any, Any]):
         self._config = config
         self._slot = slot
         self._env: gym.Env[Any, Any] | None = None
-        self.observation_space, self.action_space = self._benchmark.spaces(config.task)
+        self.observation_space, self.action_space = self._benchmark.spaces(config)
         self._steps = 0
         self._ended = True
         self._last_obs: Any = None

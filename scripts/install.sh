@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
-# Install pytest-benchmarks and the given extras (default: metaworld,test) into a virtual
-# environment (default: .venv). CI and the benchmark images call this same script.
+# Install pytest-benchmarks and the given extras (default: metaworld,libero,test) into a virtual
+# environment (default: .venv), and the CPU renderer MuJoCo needs when no GPU is present (as root,
+# through apt-get). CI and the benchmark images call this same script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-extras="${1:-metaworld,test}"
+extras="${1:-metaworld,libero,test}"
+if ! ldconfig -p 2>/dev/null | grep -q libOSMesa; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -qq && apt-get install -y -qq libosmesa6 >/dev/null
+  else
+    echo "note: libOSMesa is missing; rendered observations need: apt-get install libosmesa6" >&2
+  fi
+fi
 venv="${VENV:-.venv}"
 python3 -m venv "$venv"
 "$venv/bin/python" -m pip install --quiet --upgrade pip

@@ -18,11 +18,12 @@ def _evaluate(
 ) -> TaskResult:
     benchmark = registry.get(name)
     ref = benchmark.select([task])[0]
-    env = LazyVectorEnv(EnvConfig(ref, max_steps, 1000), batch, sync)
+    config = EnvConfig(ref, max_steps, 1000)
+    env = LazyVectorEnv(config, batch, sync)
     try:
-        policy = make_policy(spec, benchmark, ref, batch)
+        policy = make_policy(spec, benchmark, config, batch)
         return evaluate_task(
-            env, policy, benchmark.processors(ref), 1000, range(episodes), lambda r: None
+            env, policy, benchmark.processors(config), 1000, range(episodes), lambda r: None
         )
     finally:
         env.close()
@@ -80,7 +81,7 @@ def test_feature_mismatch_fails_the_task():
 
     benchmark = registry.get("toy")
     task = benchmark.select(["walk"])[0]
-    processors = benchmark.processors(task)
+    processors = benchmark.processors(EnvConfig(task, 10, 0))
     processors.features["observation.state"] = toybench.Feature((3,), "float32")
     env = LazyVectorEnv(EnvConfig(task, 10, 0), 1, True)
     recorded: list[TaskResult] = []

@@ -87,7 +87,7 @@ class Toy(Benchmark):
     def init_state(self, task: TaskRef, episode: int) -> int:
         return episode % 4
 
-    def spaces(self, task: TaskRef) -> Any:
+    def spaces(self, config: EnvConfig) -> Any:
         return (
             gym.spaces.Box(-np.inf, np.inf, (2,), np.float64),
             gym.spaces.Box(-1.0, 1.0, (1,), np.float32),
@@ -96,11 +96,11 @@ class Toy(Benchmark):
     def make_env(self, config: EnvConfig) -> gym.Env[Any, Any]:
         return Corridor(config)
 
-    def features(self, task: TaskRef) -> dict[str, Feature]:
+    def features(self, config: EnvConfig) -> dict[str, Feature]:
         return {"observation.state": Feature((2,), "float32")}
 
-    def processors(self, task: TaskRef) -> EnvProcessors:
-        return EnvProcessors(self.features(task), task.description, [state_vector()])
+    def processors(self, config: EnvConfig) -> EnvProcessors:
+        return EnvProcessors(self.features(config), config.task.description, [state_vector()])
 
     def scripted_policy(self, task: TaskRef, num_envs: int) -> Walker:
         return Walker()

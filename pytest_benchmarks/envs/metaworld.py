@@ -113,7 +113,7 @@ class MetaWorld(Benchmark):
     def init_state(self, task: TaskRef, episode: int) -> int:
         return episode % N_GOALS
 
-    def spaces(self, task: TaskRef) -> tuple[gym.Space[Any], gym.Space[Any]]:
+    def spaces(self, config: EnvConfig) -> tuple[gym.Space[Any], gym.Space[Any]]:
         obs = gym.spaces.Box(-np.inf, np.inf, (OBS_DIM,), np.float64)
         action = gym.spaces.Box(-1.0, 1.0, (ACTION_DIM,), np.float32)
         return obs, action
@@ -121,11 +121,11 @@ class MetaWorld(Benchmark):
     def make_env(self, config: EnvConfig) -> gym.Env[Any, Any]:
         return MetaWorldTaskEnv(config)
 
-    def features(self, task: TaskRef) -> dict[str, Feature]:
+    def features(self, config: EnvConfig) -> dict[str, Feature]:
         return {"observation.state": Feature((OBS_DIM,), "float32")}
 
-    def processors(self, task: TaskRef) -> EnvProcessors:
-        return EnvProcessors(self.features(task), task.description, [state_vector()])
+    def processors(self, config: EnvConfig) -> EnvProcessors:
+        return EnvProcessors(self.features(config), config.task.description, [state_vector()])
 
     def scripted_policy(self, task: TaskRef, num_envs: int) -> ScriptedMetaWorldPolicy:
         return ScriptedMetaWorldPolicy(task.task)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 if TYPE_CHECKING:
-    from pytest_benchmarks.registry import Benchmark, TaskRef
+    from pytest_benchmarks.registry import Benchmark, EnvConfig
 
 
 @runtime_checkable
@@ -47,14 +47,14 @@ def parse_spec(spec: str) -> tuple[str, str]:
     return kind, argument
 
 
-def make_policy(spec: str, benchmark: Benchmark, task: TaskRef, num_envs: int) -> Policy:
+def make_policy(spec: str, benchmark: Benchmark, config: EnvConfig, num_envs: int) -> Policy:
     """Build the policy a spec names, for one task and ``num_envs`` slots."""
     kind, _ = parse_spec(spec)
     if kind == "scripted":
-        return benchmark.scripted_policy(task, num_envs)
+        return benchmark.scripted_policy(config.task, num_envs)
     from pytest_benchmarks.policies.simple import NoopPolicy, RandomPolicy
 
-    _, action_space = benchmark.spaces(task)
+    _, action_space = benchmark.spaces(config)
     if kind == "random":
         return RandomPolicy(action_space, num_envs)
     return NoopPolicy(action_space, num_envs)

