@@ -163,7 +163,9 @@ def test_x(evaluate):
 """
     )
     result = run(pytester)
-    result.stdout.fnmatch_lines(["*@benchmark_env('nope') names no benchmark; valid: libero, metaworld*"])
+    result.stdout.fnmatch_lines(
+        ["*@benchmark_env('nope') names no benchmark; valid: libero, metaworld*"]
+    )
     assert result.ret != 0
 
 

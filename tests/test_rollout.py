@@ -94,3 +94,22 @@ def test_feature_mismatch_fails_the_task():
         )
     env.close()
     assert recorded[0].error.startswith("FeatureMismatch: feature 'observation.state'")
+
+
+def test_metaworld_pixels_render_corner2_upright_beside_the_state():
+    benchmark = registry.get("metaworld")
+    task = benchmark.select(["reach-v3"])[0]
+    config = EnvConfig(task, 3, 0, obs="pixels", image_size=(48, 64),
+                       camera_map=(("corner2", "camera1"),))  # fmt: skip
+    env = LazyVectorEnv(config, 1, True)
+    try:
+        obs, _ = env.get().reset(seed=[0], options={"slots": [{"init_state": 0}]})
+        batch = benchmark.processors(config)(obs)
+    finally:
+        env.close()
+    benchmark.processors(config).check(batch, 1)
+    image = batch["observation.images.camera1"]
+    assert image.shape == (1, 48, 64, 3) and image.dtype == np.uint8
+    assert image.std() > 5
+    assert (image[0, 0, 0] == obs["corner2_image"][0, -1, -1]).all()
+    assert batch["observation.state"].shape == (1, 39)

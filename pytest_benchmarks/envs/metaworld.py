@@ -17,13 +17,15 @@ import gymnasium as gym
 import numpy as np
 
 from pytest_benchmarks.envs.metaworld_tasks import DESCRIPTIONS, GROUPS
-from pytest_benchmarks.processors import EnvProcessors, Feature, state_vector
+from pytest_benchmarks.processors import Batch, EnvProcessors, Feature, state_vector
 from pytest_benchmarks.registry import Benchmark, EnvConfig, TaskRef, register
 
 N_GOALS = 50
 MAX_STEPS = 500
 OBS_DIM = 39
 ACTION_DIM = 4
+CAMERA = "corner2"
+IMAGE_KEY = f"{CAMERA}_image"
 
 
 class MetaWorldTaskEnv(gym.Env[np.ndarray, np.ndarray]):
@@ -34,10 +36,20 @@ class MetaWorldTaskEnv(gym.Env[np.ndarray, np.ndarray]):
 
         name = config.task.task
         self._goals = metaworld.MT1(name, seed=config.seed).train_tasks
-        self._env = metaworld.env_dict.ALL_V3_ENVIRONMENTS[name]()
+        self._pixels = config.obs == "pixels"
+        height, width = config.image_size
+        render = {"render_mode": "rgb_array", "camera_name": CAMERA, "width": width,
+                  "height": height} if self._pixels else {}  # fmt: skip
+        self._env = metaworld.env_dict.ALL_V3_ENVIRONMENTS[name](**render)
         self._env.max_path_length = config.max_steps
-        self.observation_space = self._env.observation_space
-        self.action_space = self._env.action_space
+        self.observation_space, self.action_space = spaces(config)
+        if not self._pixels:  # the env's own bounds, more precise than the declared ones
+            self.observation_space = self._env.observation_space
+
+    def _observe(self, state: np.ndarray) -> Any:
+        if not self._pixels:
+            return state
+        return {"state": state, IMAGE_KEY: self._env.render()}
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -47,20 +59,48 @@ class MetaWorldTaskEnv(gym.Env[np.ndarray, np.ndarray]):
         if seed is not None:
             self._env.seed(seed)
         obs, _ = self._env.reset()
-        return obs, {}
+        return self._observe(obs), {}
 
-    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+    def step(self, action: np.ndarray) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self._env.step(action)
-        return (
-            obs,
-            float(reward),
-            bool(terminated),
-            bool(truncated),
-            {"success": bool(info["success"])},
-        )
+        success = {"success": bool(info["success"])}
+        return self._observe(obs), float(reward), bool(terminated), bool(truncated), success
 
     def close(self) -> None:
         self._env.close()
+
+
+def spaces(config: EnvConfig) -> tuple[gym.Space[Any], gym.spaces.Box]:
+    """Declared from the config alone, so no simulator is built to learn them."""
+    state = gym.spaces.Box(-np.inf, np.inf, (OBS_DIM,), np.float64)
+    action = gym.spaces.Box(-1.0, 1.0, (ACTION_DIM,), np.float32)
+    if config.obs != "pixels":
+        return state, action
+    image = gym.spaces.Box(0, 255, (*config.image_size, 3), np.uint8)
+    return gym.spaces.Dict({"state": state, IMAGE_KEY: image}), action
+
+
+def processors(config: EnvConfig) -> EnvProcessors:
+    """The 39-D state vector and, with pixels, the corner2 camera turned upright."""
+    if config.obs != "pixels":
+        features = {"observation.state": Feature((OBS_DIM,), "float32")}
+        return EnvProcessors(features, config.task.description, [state_vector()])
+    renames = {source.removesuffix("_image"): target for source, target in config.camera_map}
+    image_name = f"observation.images.{renames.get(CAMERA, CAMERA)}"
+
+    def transform(batch: Batch) -> Batch:
+        raw = batch["raw"]
+        return {
+            "observation.state": np.asarray(raw["state"], dtype=np.float32),
+            # Meta-World renders corner2 upside down: turn the image by 180 degrees.
+            image_name: np.ascontiguousarray(raw[IMAGE_KEY][:, ::-1, ::-1]),
+        }
+
+    features = {
+        "observation.state": Feature((OBS_DIM,), "float32"),
+        image_name: Feature((*config.image_size, 3), "uint8"),
+    }
+    return EnvProcessors(features, config.task.description, [transform])
 
 
 class ScriptedMetaWorldPolicy:
@@ -93,6 +133,7 @@ class ScriptedMetaWorldPolicy:
 class MetaWorld(Benchmark):
     extra = "metaworld"
     requires = ("metaworld", "mujoco")
+    observation_modes = ("state", "pixels")
 
     def tasks(self) -> list[TaskRef]:
         return [
@@ -114,18 +155,16 @@ class MetaWorld(Benchmark):
         return episode % N_GOALS
 
     def spaces(self, config: EnvConfig) -> tuple[gym.Space[Any], gym.Space[Any]]:
-        obs = gym.spaces.Box(-np.inf, np.inf, (OBS_DIM,), np.float64)
-        action = gym.spaces.Box(-1.0, 1.0, (ACTION_DIM,), np.float32)
-        return obs, action
+        return spaces(config)
 
     def make_env(self, config: EnvConfig) -> gym.Env[Any, Any]:
         return MetaWorldTaskEnv(config)
 
     def features(self, config: EnvConfig) -> dict[str, Feature]:
-        return {"observation.state": Feature((OBS_DIM,), "float32")}
+        return processors(config).features
 
     def processors(self, config: EnvConfig) -> EnvProcessors:
-        return EnvProcessors(self.features(config), config.task.description, [state_vector()])
+        return processors(config)
 
     def scripted_policy(self, task: TaskRef, num_envs: int) -> ScriptedMetaWorldPolicy:
         return ScriptedMetaWorldPolicy(task.task)
