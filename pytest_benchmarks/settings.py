@@ -44,7 +44,9 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "--benchmark-seed": ("string", f"base seed; episode i uses seed + i (default {DEFAULT_SEED})"),
     "--benchmark-policy": (
         "string",
-        f"policy spec: scripted, random or noop (default {DEFAULT_POLICY}, the benchmark's expert)",
+        "policy spec: scripted (the benchmark's expert), scripted+noise:FRACTION (the expert "
+        "with a random action in that fraction of steps), random or noop "
+        f"(default {DEFAULT_POLICY})",
     ),
     "--benchmark-max-steps": ("string", "episode step limit (default: the benchmark's own)"),
     "--benchmark-metrics": ("string", f"metrics JSON path (default {DEFAULT_METRICS})"),

@@ -30,7 +30,7 @@ class Policy(Protocol):
         """``source``, ``id`` and ``revision`` recorded in the metrics JSON."""
 
 
-KINDS = ("scripted", "random", "noop")
+KINDS = ("scripted", "scripted+noise", "random", "noop")
 
 
 class PolicySpecError(ValueError):
@@ -38,23 +38,38 @@ class PolicySpecError(ValueError):
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
-    """Split ``kind[:argument]`` and check the kind; raises PolicySpecError."""
+    """Split ``kind[:argument]`` and check both; raises PolicySpecError."""
     kind, _, argument = spec.partition(":")
     if kind not in KINDS:
-        raise PolicySpecError(f"unknown policy {spec!r}; valid: {', '.join(KINDS)}")
-    if argument:
+        raise PolicySpecError(
+            f"unknown policy {spec!r}; valid: scripted, scripted+noise:FRACTION, random, noop"
+        )
+    if kind == "scripted+noise":
+        try:
+            fraction = float(argument)
+        except ValueError:
+            fraction = -1.0
+        if not 0.0 <= fraction <= 1.0:
+            raise PolicySpecError(
+                f"policy {spec!r}: scripted+noise needs a fraction of steps in [0, 1], "
+                "e.g. scripted+noise:0.5"
+            )
+    elif argument:
         raise PolicySpecError(f"policy {kind!r} takes no argument, got {spec!r}")
     return kind, argument
 
 
 def make_policy(spec: str, benchmark: Benchmark, config: EnvConfig, num_envs: int) -> Policy:
     """Build the policy a spec names, for one task and ``num_envs`` slots."""
-    kind, _ = parse_spec(spec)
+    kind, argument = parse_spec(spec)
     if kind == "scripted":
         return benchmark.scripted_policy(config.task, num_envs)
-    from pytest_benchmarks.policies.simple import NoopPolicy, RandomPolicy
+    from pytest_benchmarks.policies.simple import NoisyPolicy, NoopPolicy, RandomPolicy
 
     _, action_space = benchmark.spaces(config)
+    if kind == "scripted+noise":
+        expert = benchmark.scripted_policy(config.task, num_envs)
+        return NoisyPolicy(expert, action_space, num_envs, float(argument))
     if kind == "random":
         return RandomPolicy(action_space, num_envs)
     return NoopPolicy(action_space, num_envs)

@@ -1,4 +1,5 @@
-"""Policies that need no model: uniform random actions and zero actions, for pipeline checks."""
+"""Policies that need no model: random and zero actions for pipeline checks, and a degraded
+expert (its action replaced by a random one in a fixed fraction of steps) for gate checks."""
 
 from __future__ import annotations
 
@@ -44,3 +45,39 @@ class NoopPolicy:
 
     def identity(self) -> dict[str, str | None]:
         return {"source": "noop", "id": "zeros", "revision": None}
+
+
+class NoisyPolicy:
+    """Another policy whose action is replaced by a uniform random one in ``fraction`` of steps.
+
+    Each slot draws from its own RNG, seeded by its episode's seed, so the degraded policy is as
+    reproducible per episode as the one it wraps.
+    """
+
+    def __init__(
+        self, inner: Any, action_space: gym.spaces.Box, num_envs: int, fraction: float
+    ) -> None:
+        self.inner = inner
+        self.space = action_space
+        self.fraction = fraction
+        self.rngs = [np.random.default_rng(0) for _ in range(num_envs)]
+
+    def reset(self, slots: Sequence[int], seeds: Sequence[int]) -> None:
+        self.inner.reset(slots, seeds)
+        for slot, seed in zip(slots, seeds, strict=True):
+            self.rngs[slot] = np.random.default_rng([seed, 1])
+
+    def act(self, batch: dict[str, Any]) -> np.ndarray:
+        actions = np.array(self.inner.act(batch), copy=True)
+        for slot, rng in enumerate(self.rngs):
+            if rng.random() < self.fraction:
+                actions[slot] = rng.uniform(self.space.low, self.space.high)
+        return actions.astype(self.space.dtype, copy=False)
+
+    def identity(self) -> dict[str, str | None]:
+        inner = self.inner.identity()
+        return {
+            **inner,
+            "source": f"{inner['source']}+noise",
+            "id": f"{inner['id']}+noise:{self.fraction}",
+        }
