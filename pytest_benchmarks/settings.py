@@ -68,13 +68,28 @@ OPTIONS: dict[str, tuple[str, str]] = {
 
 OBS_MODES = ("state", "pixels")
 
+METAVARS = {
+    "--benchmark-env": "NAME[,NAME]",
+    "--benchmark-task": "TASK[,TASK]",
+    "--benchmark-episodes": "N",
+    "--benchmark-batch-size": "N",
+    "--benchmark-seed": "N",
+    "--benchmark-policy": "SPEC",
+    "--benchmark-max-steps": "N",
+    "--benchmark-metrics": "PATH",
+    "--benchmark-obs": "{state,pixels}",
+    "--benchmark-image-size": "N|HxW",
+    "--benchmark-camera-map": "CAM=NAME[,...]",
+    "--benchmark-settle-steps": "N",
+}
+
 
 def add_options(parser: pytest.Parser) -> None:
     """Register the options in their own ``--help`` group, beside pytest-benchmark's."""
     group = parser.getgroup(GROUP, GROUP_HELP)
     for flag, (ini_type, text) in OPTIONS.items():
         dest = _dest(flag)
-        group.addoption(flag, dest=dest, default=None, help=text)
+        group.addoption(flag, dest=dest, default=None, metavar=METAVARS[flag], help=text)
         parser.addini(dest, text, type=ini_type, default=None)  # type: ignore[arg-type]
     group.addoption(
         "--benchmark-sync",

@@ -202,7 +202,7 @@ def test_loads_beside_pytest_benchmark(pytester: pytest.Pytester):
     result.stdout.fnmatch_lines(
         [
             "robot-policy simulation benchmarks (pytest-benchmarks):",
-            "*--benchmark-env=BENCHMARK_ENV*",
+            "*--benchmark-env=NAME[[],NAME[]]*",
             "*--benchmark-sync*",
         ]
     )
