@@ -135,9 +135,22 @@ def test_task_selection_and_group(toy_project: pytest.Pytester):
         ),
         (
             ["--benchmark-policy=magic"],
-            "--benchmark-policy: unknown policy 'magic'; valid: scripted, random, noop",
+            "--benchmark-policy: unknown policy 'magic'; valid: scripted, scripted+noise:FRACTION, random, noop",
         ),
         (["--benchmark-episodes=0"], "--benchmark-episodes: '0' is not an integer >= 1"),
+        (["--benchmark-obs=depth"], "--benchmark-obs: 'depth' is not one of state, pixels"),
+        (
+            ["--benchmark-image-size=12x"],
+            "--benchmark-image-size: '12x' is not N or HxW (e.g. 224x224)",
+        ),
+        (
+            ["--benchmark-camera-map=agentview"],
+            "--benchmark-camera-map: 'agentview' is not ENV_CAMERA=NAME (e.g. agentview_image=camera1)",
+        ),
+        (
+            ["--benchmark-policy=scripted+noise:2"],
+            "--benchmark-policy: policy 'scripted+noise:2': scripted+noise needs a fraction of steps in [[]0, 1[]], e.g. scripted+noise:0.5",
+        ),
         (["--benchmark-batch-size=x"], "--benchmark-batch-size: 'x' is not an integer >= 0"),
         (
             ["--benchmark-metrics=/etc/hostname/m.json"],
