@@ -27,3 +27,15 @@ def check_rollout(result: TaskResult, config: EnvConfig, processors: EnvProcesso
         )
     assert result.task.description, f"{task}: no language description"
     assert processors.description == result.task.description
+
+
+def check_success_rate(result: TaskResult) -> None:
+    """Fail when a policy expected to succeed never did: a broken success signal reads as 0%.
+
+    Random and noop policies are not expected to succeed, so the check is skipped for them.
+    """
+    import pytest
+
+    if result.policy.get("source") in ("random", "noop"):
+        pytest.skip(f"success not expected from --benchmark-policy={result.policy['source']}")
+    assert result.successes > 0, f"{result.task.id}: 0/{result.n_episodes} episodes succeeded"

@@ -163,3 +163,23 @@ def test_task_scheduling_groups_by_task(pytester):
     assert scope("t.py::test_a[a/x]") == "a/x"
     assert scope("t.py::test_plain") == "t.py::test_plain"
     assert scope("t.py::test_p[metaworld/push-v30]") == "t.py::test_p[metaworld/push-v30]"
+
+
+def test_rollout_checks_name_what_broke():
+    from pytest_benchmarks.checks import check_rollout, check_success_rate
+    from pytest_benchmarks.registry import EnvConfig
+
+    mw = registry.get("metaworld")
+    task = mw.select(["push-v3"])[0]
+    config = EnvConfig(task, 20, 0)
+    processors = mw.processors(config)
+    good = _result([True, False, True, True])
+    check_rollout(good, config, processors)
+    with pytest.raises(AssertionError, match=r"metaworld/push-v3: ValueError: boom"):
+        check_rollout(_result([True], error="ValueError: boom"), config, processors)
+    with pytest.raises(AssertionError, match=r"metaworld/push-v3: 3/4 ran"):
+        check_rollout(_result([True] * 3), config, processors)
+    with pytest.raises(AssertionError, match=r"episode 3 ran 13 steps"):
+        check_rollout(good, EnvConfig(task, 12, 0), processors)
+    with pytest.raises(AssertionError, match=r"metaworld/push-v3: 0/2 episodes succeeded"):
+        check_success_rate(_result([False, False]))
