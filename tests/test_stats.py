@@ -34,7 +34,7 @@ def test_paired_episodes_use_mcnemar_and_others_fisher():
     paired = compare("metaworld/push-v3", base, drop, alpha=0.01)
     assert (paired.test, paired.lost, paired.gained, paired.regression) == ("McNemar", 17, 0, True)
     assert paired.line() == (
-        "metaworld/push-v3: 48/50 (96%, 87–99) → 31/50 (62%, 48–74), "  # noqa: RUF001
+        "metaworld/push-v3: 48/50 (96%, 87–99) → 31/50 (62%, 48–74), "
         "McNemar p=7.6e-06 < 0.01 → regression"
     )
     unpaired = compare("metaworld/push-v3", base, episodes([1] * 31 + [0] * 19, 100), alpha=0.01)

@@ -1,0 +1,138 @@
+"""``pytest-benchmarks merge | compare``: work with metrics JSON files outside pytest.
+
+``merge`` joins the metrics of CI shards (or xdist remote machines) into one run and refuses
+inputs that overlap or were made with different settings; ``compare`` applies the regression
+gate's statistics to two runs and exits 1 when a task's success rate dropped significantly.
+Bad input is one line on stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_benchmarks.report import build_metrics, load_results, schema, write_atomic
+from pytest_benchmarks.results import TaskResult
+from pytest_benchmarks.stats import MODES, compare
+
+#: Run settings that must agree for shards to form one run.
+SHARED_SETTINGS = ("seed", "episodes", "policy", "max_steps", "obs", "image_size", "settle_steps")
+
+
+class InputError(Exception):
+    """A metrics file that cannot be used; the message is the one line shown."""
+
+
+def load(path: Path) -> dict[str, Any]:
+    """A metrics document, checked against the shipped JSON Schema."""
+    import jsonschema
+
+    try:
+        document = json.loads(path.read_text())
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    try:
+        jsonschema.validate(document, schema())
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "top level"
+        raise InputError(f"{path}: not a pytest-benchmarks metrics file ({where}: "
+                         f"{exc.message.splitlines()[0][:120]})") from None  # fmt: skip
+    return document
+
+
+def merge(paths: Sequence[Path]) -> dict[str, Any]:
+    """One metrics document from shards of the same run."""
+    documents = [(path, load(path)) for path in paths]
+    first_path, first = documents[0]
+    owner: dict[str, Path] = {}
+    results: list[TaskResult] = []
+    for path, document in documents:
+        for key in SHARED_SETTINGS:
+            if document["run"].get(key) != first["run"].get(key):
+                raise InputError(
+                    f"{path}: {key} is {document['run'].get(key)!r} but "
+                    f"{first['run'].get(key)!r} in {first_path}; shards of one run share settings"
+                )
+        for result in load_results(document):
+            if result.task.id in owner:
+                raise InputError(
+                    f"{path}: task {result.task.id} is also in {owner[result.task.id]}; "
+                    "shards must not overlap"
+                )
+            owner[result.task.id] = path
+            results.append(result)
+    runs = [document["run"] for _, document in documents]
+    run = {
+        **first["run"],
+        "args": [arg for r in runs for arg in r["args"]],
+        "workers": sum(r["workers"] for r in runs),
+        "started_at": min(r["started_at"] for r in runs),
+        "finished_at": max(r["finished_at"] for r in runs),
+        "duration_s": max(r["duration_s"] for r in runs),
+        "partial": any(r["partial"] for r in runs),
+        "exitstatus": max((r["exitstatus"] or 0) for r in runs),
+        "shards": [str(path) for path, _ in documents],
+    }
+    return build_metrics(results, run, first["policy"]["spec"])
+
+
+def compare_runs(
+    old: dict[str, Any], new: dict[str, Any], alpha: float, mode: str
+) -> tuple[list[str], bool]:
+    """Lines of the comparison table and whether any task regressed."""
+    before = {r.task.id: r for r in load_results(old)}
+    after = {r.task.id: r for r in load_results(new)}
+    common = sorted(set(before) & set(after))
+    lines, regressed = [], False
+    for task_id in common:
+        verdict = compare(task_id, before[task_id].episodes, after[task_id].episodes, alpha,
+                          len(common), mode)  # fmt: skip
+        regressed |= verdict.regression
+        lines.append(verdict.line())
+    lines += [f"{task_id}: only in the old run" for task_id in sorted(set(before) - set(after))]
+    lines += [f"{task_id}: only in the new run" for task_id in sorted(set(after) - set(before))]
+    summary = (
+        f"{len(common)} tasks compared at alpha={alpha} (each at {alpha / max(1, len(common)):.2g})"
+    )
+    lines.append(f"{summary}: {'REGRESSION' if regressed else 'no regression'}")
+    return lines, regressed
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="pytest-benchmarks", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    merge_cmd = commands.add_parser("merge", help="join shards' metrics into one run")
+    merge_cmd.add_argument("inputs", nargs="+", type=Path, metavar="METRICS.json")
+    merge_cmd.add_argument("-o", "--output", type=Path, required=True, metavar="OUT.json")
+    compare_cmd = commands.add_parser("compare", help="gate NEW against OLD; exit 1 on regression")
+    compare_cmd.add_argument("old", type=Path, metavar="OLD.json")
+    compare_cmd.add_argument("new", type=Path, metavar="NEW.json")
+    compare_cmd.add_argument("--alpha", type=float, default=0.05)
+    compare_cmd.add_argument("--gate", choices=MODES, default="stat")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "merge":
+            document = merge(args.inputs)
+            write_atomic(args.output, document)
+            print(
+                f"merged {len(args.inputs)} files, {len(document['results'])} tasks: {args.output}"
+            )
+            return 0
+        if not 0 < args.alpha < 1:
+            raise InputError(f"--alpha: {args.alpha} is not between 0 and 1")
+        lines, regressed = compare_runs(load(args.old), load(args.new), args.alpha, args.gate)
+        print("\n".join(lines))
+        return 1 if regressed else 0
+    except InputError as exc:
+        print(f"pytest-benchmarks: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

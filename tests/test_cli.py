@@ -1,0 +1,104 @@
+"""``pytest-benchmarks merge | compare`` on metrics files written by real pytest sessions."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import outcomes, read_metrics
+
+# The console script installed beside this interpreter, else the one on PATH.
+_BESIDE = Path(sys.executable).with_name("pytest-benchmarks")
+CLI = str(_BESIDE) if _BESIDE.exists() else shutil.which("pytest-benchmarks")
+pytestmark = pytest.mark.skipif(CLI is None, reason="console script not installed")
+
+
+def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=120,
+                          check=False)  # fmt: skip
+
+
+def session(project: pytest.Pytester, name: str, *args: str) -> Path:
+    path = project.path / f"{name}.json"
+    result = project.runpytest_subprocess(
+        "-p", "no:cacheprovider", f"--benchmark-metrics={path}", "--benchmark-episodes=6", *args
+    )
+    assert result.ret in (0, 1), result.stdout.str()
+    return path
+
+
+def test_merged_shards_equal_one_run(toy_project: pytest.Pytester):
+    whole = session(toy_project, "whole")
+    first = session(toy_project, "first", "--benchmark-task=walk")
+    second = session(toy_project, "second", "--benchmark-task=stroll")
+    out = toy_project.path / "merged.json"
+    done = cli("merge", first, second, "-o", out)
+    assert done.returncode == 0, done.stderr
+    assert "merged 2 files, 2 tasks" in done.stdout
+    merged, single = read_metrics(out), read_metrics(whole)
+    assert outcomes(merged) == outcomes(single)
+    assert merged["overall"]["successes"] == single["overall"]["successes"] == 12
+    assert merged["run"]["shards"] == [str(first), str(second)]
+
+
+def test_merge_refuses_overlap_and_mixed_settings(toy_project: pytest.Pytester):
+    first = session(toy_project, "first", "--benchmark-task=walk")
+    again = session(toy_project, "again", "--benchmark-task=walk,stroll")
+    other_seed = session(toy_project, "seed", "--benchmark-task=stroll", "--benchmark-seed=5")
+    done = cli("merge", first, again, "-o", toy_project.path / "m.json")
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"pytest-benchmarks: error: {again}: task toy/walk is also in {first}; "
+        "shards must not overlap"
+    )
+    done = cli("merge", first, other_seed, "-o", toy_project.path / "m.json")
+    assert done.returncode == 2
+    assert f"{other_seed}: seed is 5 but 1000 in {first}" in done.stderr
+    assert not (toy_project.path / "m.json").exists()
+
+
+def test_compare_passes_an_unchanged_run_and_fails_a_broken_one(toy_project: pytest.Pytester):
+    old = session(toy_project, "old")
+    same = session(toy_project, "same")
+    broken = session(toy_project, "broken", "--benchmark-policy=noop")
+    done = cli("compare", old, same)
+    assert done.returncode == 0, done.stdout
+    assert "toy/walk: 6/6 (100%, 61–100) → 6/6 (100%, 61–100), McNemar p=1" in done.stdout
+    assert done.stdout.strip().endswith(
+        "2 tasks compared at alpha=0.05 (each at 0.025): no regression"
+    )
+    done = cli("compare", old, broken, "--alpha", "0.05")
+    assert done.returncode == 1
+    assert (
+        "toy/walk: 6/6 (100%, 61–100) → 0/6 (0%, 0–39), McNemar p=0.016 < 0.025 → regression"
+        in done.stdout
+    )
+    assert done.stdout.strip().endswith("REGRESSION")
+
+
+def test_bad_files_are_one_line_errors(tmp_path: Path):
+    corrupt = tmp_path / "corrupt.json"
+    corrupt.write_text('{"schema_version": 1, "results": [')
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps({"schema_version": 1, "results": []}))
+    for path, message in [
+        (corrupt, f"{corrupt}: not valid JSON (Expecting value at line 1)"),
+        (
+            edited,
+            f"{edited}: not a pytest-benchmarks metrics file (top level: 'run' is a required property)",
+        ),
+        (
+            tmp_path / "missing.json",
+            f"{tmp_path / 'missing.json'}: cannot read: No such file or directory",
+        ),
+    ]:
+        done = cli("compare", path, path)
+        assert done.returncode == 2
+        assert done.stderr.strip() == f"pytest-benchmarks: error: {message}"
+        assert "Traceback" not in done.stderr
+    done = cli("compare", corrupt, corrupt, "--alpha", "2")
+    assert done.returncode == 2 and "--alpha: 2.0 is not between 0 and 1" in done.stderr
