@@ -1,8 +1,9 @@
-"""``pytest-benchmarks merge | compare``: work with metrics JSON files outside pytest.
+"""``pytest-benchmarks merge | compare | report``: work with metrics JSON files outside pytest.
 
 ``merge`` joins the metrics of CI shards (or xdist remote machines) into one run and refuses
 inputs that overlap or were made with different settings; ``compare`` applies the regression
-gate's statistics to two runs and exits 1 when a task's success rate dropped significantly.
+gate's statistics to two runs and exits 1 when a task's success rate dropped significantly;
+``report`` writes a Markdown table (for ``$GITHUB_STEP_SUMMARY``) and a PNG chart.
 Bad input is one line on stderr and exit status 2, never a traceback.
 """
 
@@ -104,6 +105,23 @@ def compare_runs(
     return lines, regressed
 
 
+def report(args: argparse.Namespace) -> int:
+    """Write the Markdown table (and the chart); exit 0, the gate is ``compare``'s job."""
+    from pytest_benchmarks.report_views import chart, markdown
+
+    results = load_results(load(args.run))
+    baseline = load_results(load(args.baseline)) if args.baseline else None
+    text = markdown(results, baseline, args.alpha)
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(text)
+    else:
+        print(text, end="")
+    if args.png:
+        chart(results, args.png, baseline)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="pytest-benchmarks", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -115,6 +133,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     compare_cmd.add_argument("new", type=Path, metavar="NEW.json")
     compare_cmd.add_argument("--alpha", type=float, default=0.05)
     compare_cmd.add_argument("--gate", choices=MODES, default="stat")
+    report_cmd = commands.add_parser("report", help="Markdown table and PNG chart of a run")
+    report_cmd.add_argument("run", type=Path, metavar="RUN.json")
+    report_cmd.add_argument("--baseline", type=Path, metavar="OLD.json")
+    report_cmd.add_argument("--alpha", type=float, default=0.05)
+    report_cmd.add_argument("-o", "--output", type=Path, metavar="REPORT.md",
+                            help="write the Markdown here (default: stdout)")  # fmt: skip
+    report_cmd.add_argument("--png", type=Path, metavar="CHART.png", help="also draw a chart")
     args = parser.parse_args(argv)
     try:
         if args.command == "merge":
@@ -126,6 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if not 0 < args.alpha < 1:
             raise InputError(f"--alpha: {args.alpha} is not between 0 and 1")
+        if args.command == "report":
+            return report(args)
         lines, regressed = compare_runs(load(args.old), load(args.new), args.alpha, args.gate)
         print("\n".join(lines))
         return 1 if regressed else 0

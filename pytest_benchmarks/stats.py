@@ -45,7 +45,7 @@ def mcnemar_lower(lost: int, gained: int) -> float:
 def _rate(successes: int, n: int) -> str:
     low, high = wilson_interval(successes, n)
     pct = 100.0 * successes / n if n else 0.0
-    return f"{successes}/{n} ({pct:.0f}%, {low:.0f}–{high:.0f})"  # noqa: RUF001
+    return f"{successes}/{n} ({pct:.0f}%, {low:.0f}–{high:.0f})"
 
 
 @dataclass(frozen=True)

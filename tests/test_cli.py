@@ -102,3 +102,26 @@ def test_bad_files_are_one_line_errors(tmp_path: Path):
         assert "Traceback" not in done.stderr
     done = cli("compare", corrupt, corrupt, "--alpha", "2")
     assert done.returncode == 2 and "--alpha: 2.0 is not between 0 and 1" in done.stderr
+
+
+def test_report_markdown_and_chart(toy_project: pytest.Pytester):
+    old = session(toy_project, "old")
+    broken = session(toy_project, "broken", "--benchmark-policy=noop")
+    markdown = toy_project.path / "summary" / "report.md"
+    png = toy_project.path / "summary" / "chart.png"
+    done = cli("report", broken, "--baseline", old, "-o", markdown, "--png", png)
+    assert done.returncode == 0, done.stderr
+    text = markdown.read_text()
+    assert "| task | baseline | success (95% interval) | mean steps | time | verdict |" in text
+    assert "| `toy/walk` | 6/6 (100%, 61–100) | 0/6 (0%, 0–39) | 30.0 |" in text
+    assert "**regression** (McNemar p=0.016)" in text
+    assert "**Gate:** 2 tasks compared at alpha=0.05: regression in toy/stroll, toy/walk." in text
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    import matplotlib.image
+
+    height, width, _ = matplotlib.image.imread(png).shape
+    assert width == 800 and height > 100
+    done = cli("report", old)  # Markdown on stdout, no baseline columns
+    assert done.returncode == 0
+    assert done.stdout.startswith("| task | success (95% interval) | mean steps | time |")
+    assert "**Overall:** 12/12 (100.0%, 95% interval 75.8–100.0) over 2 tasks." in done.stdout

@@ -1,0 +1,116 @@
+"""Human views of a metrics file: a Markdown table (for ``$GITHUB_STEP_SUMMARY``) and a chart.
+
+Both show each task's success rate with its 95% Wilson interval, and the baseline's beside it
+when one is given.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_benchmarks.results import TaskResult, wilson_interval
+from pytest_benchmarks.stats import Comparison, compare
+
+
+def _cell(result: TaskResult | None) -> str:
+    if result is None or not result.n_episodes:
+        return "–"
+    low, high = wilson_interval(result.successes, result.n_episodes)
+    return (
+        f"{result.successes}/{result.n_episodes} ({result.pc_success:.0f}%, {low:.0f}–{high:.0f})"
+    )
+
+
+def verdicts(
+    results: list[TaskResult], baseline: list[TaskResult], alpha: float
+) -> dict[str, Comparison]:
+    """The gate's verdict per task present in both runs."""
+    before = {r.task.id: r for r in baseline}
+    common = [r for r in results if r.task.id in before]
+    return {
+        r.task.id: compare(r.task.id, before[r.task.id].episodes, r.episodes, alpha, len(common))
+        for r in common
+    }
+
+
+def markdown(
+    results: list[TaskResult], baseline: list[TaskResult] | None = None, alpha: float = 0.05
+) -> str:
+    """A Markdown table, one row per task, then the overall rate."""
+    ordered = sorted(results, key=lambda r: r.task.id)
+    before = {r.task.id: r for r in baseline or []}
+    judged = verdicts(ordered, baseline or [], alpha)
+    head = ["task", "success (95% interval)", "mean steps", "time"]
+    if baseline is not None:
+        head[1:1] = ["baseline"]
+        head.append("verdict")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in ordered:
+        steps = f"{sum(e.steps for e in r.episodes) / r.n_episodes:.1f}" if r.episodes else "–"
+        row = [f"`{r.task.id}`", _cell(r), steps, f"{r.eval_s:.1f} s"]
+        if r.error:
+            row[1] += f" — error: {r.error}"
+        if baseline is not None:
+            row[1:1] = [_cell(before.get(r.task.id))]
+            verdict = judged.get(r.task.id)
+            row.append(_verdict(verdict))
+        lines.append("| " + " | ".join(row) + " |")
+    successes = sum(r.successes for r in ordered)
+    n = sum(r.n_episodes for r in ordered)
+    low, high = wilson_interval(successes, n)
+    rate = f"{100 * successes / n:.1f}%" if n else "–"
+    lines.append(f"\n**Overall:** {successes}/{n} ({rate}, 95% interval {low:.1f}–{high:.1f}) "
+                 f"over {len(ordered)} tasks.")  # fmt: skip
+    if baseline is not None:
+        failed = [t for t, v in judged.items() if v.regression]
+        outcome = f"regression in {', '.join(failed)}." if failed else "no regression."
+        lines.append(f"**Gate:** {len(judged)} tasks compared at alpha={alpha}: {outcome}")
+    return "\n".join(lines) + "\n"
+
+
+def _verdict(verdict: Comparison | None) -> str:
+    if verdict is None:
+        return "not in baseline"
+    if verdict.regression:
+        return f"**regression** ({verdict.test} p={verdict.p_value:.2g})"
+    if verdict.improvement:
+        return "improved"
+    return "ok"
+
+
+def chart(results: list[TaskResult], path: Path, baseline: list[TaskResult] | None = None) -> None:
+    """A PNG of per-task success rates with 95% intervals, the baseline beside each task."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ordered = sorted(results, key=lambda r: r.task.id)
+    before = {r.task.id: r for r in baseline or []}
+    series = [("this run", ordered, "tab:blue", 0.0)]
+    if baseline is not None:
+        series.insert(0, ("baseline", [before.get(r.task.id) for r in ordered], "tab:gray", -0.2))
+        series[1] = ("this run", ordered, "tab:blue", 0.2)
+    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.35 * len(ordered)))
+    for label, rows, color, offset in series:
+        ys, xs, lows, highs = [], [], [], []
+        for i, r in enumerate(rows):
+            if r is None or not r.n_episodes:
+                continue
+            low, high = wilson_interval(r.successes, r.n_episodes)
+            rate = 100.0 * r.successes / r.n_episodes
+            ys.append(i + offset)
+            xs.append(rate)
+            lows.append(rate - low)
+            highs.append(high - rate)
+        ax.errorbar(xs, ys, xerr=[lows, highs], fmt="o", color=color, label=label, capsize=3)
+    ax.set_yticks(range(len(ordered)), [r.task.id for r in ordered])
+    ax.invert_yaxis()
+    ax.set_xlim(-2, 102)
+    ax.set_xlabel("success rate (%) with 95% Wilson interval")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
