@@ -18,7 +18,7 @@ from typing import Any
 
 from pytest_benchmarks.report import build_metrics, load_results, schema, write_atomic
 from pytest_benchmarks.results import TaskResult
-from pytest_benchmarks.stats import MODES, compare
+from pytest_benchmarks.stats import MODES, compare_results
 
 #: Run settings that must agree for shards to form one run.
 SHARED_SETTINGS = ("seed", "episodes", "policy", "max_steps", "obs", "image_size", "settle_steps")
@@ -89,13 +89,13 @@ def compare_runs(
     """Lines of the comparison table and whether any task regressed."""
     before = {r.task.id: r for r in load_results(old)}
     after = {r.task.id: r for r in load_results(new)}
-    common = sorted(set(before) & set(after))
-    lines, regressed = [], False
-    for task_id in common:
-        verdict = compare(task_id, before[task_id].episodes, after[task_id].episodes, alpha,
-                          len(common), mode)  # fmt: skip
-        regressed |= verdict.regression
-        lines.append(verdict.line())
+    try:
+        verdicts = compare_results(list(after.values()), list(before.values()), alpha, mode)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    common = list(verdicts)
+    regressed = any(v.regression for v in verdicts.values())
+    lines = [v.line() for v in verdicts.values()]
     lines += [f"{task_id}: only in the old run" for task_id in sorted(set(before) - set(after))]
     lines += [f"{task_id}: only in the new run" for task_id in sorted(set(after) - set(before))]
     summary = (

@@ -75,6 +75,11 @@ class EnvProcessors:
                 raise FeatureMismatch(f"feature {name!r} holds NaN or inf")
 
 
+def camera_renames(camera_map: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """Camera name (``_image`` suffix dropped, so both spellings work) -> feature suffix."""
+    return {source.removesuffix("_image"): target for source, target in camera_map}
+
+
 def state_vector(
     name: str = "observation.state", dtype: str = "float32"
 ) -> Callable[[Batch], Batch]:

@@ -75,6 +75,8 @@ class Benchmark(ABC):
     requires: ClassVar[tuple[str, ...]]
     #: Observation modes the benchmark offers; the first is its default.
     observation_modes: ClassVar[tuple[str, ...]] = ("state",)
+    #: Camera names (without the ``_image`` suffix) that ``--benchmark-camera-map`` may rename.
+    cameras: ClassVar[tuple[str, ...]] = ()
 
     def missing(self) -> str | None:
         """Why this benchmark cannot run here, or None when its simulator is installed."""

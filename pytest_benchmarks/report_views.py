@@ -9,28 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_benchmarks.results import TaskResult, wilson_interval
-from pytest_benchmarks.stats import Comparison, compare
+from pytest_benchmarks.stats import Comparison, compare_results, rate_text
 
 
 def _cell(result: TaskResult | None) -> str:
     if result is None or not result.n_episodes:
         return "–"
-    low, high = wilson_interval(result.successes, result.n_episodes)
-    return (
-        f"{result.successes}/{result.n_episodes} ({result.pc_success:.0f}%, {low:.0f}–{high:.0f})"
-    )
-
-
-def verdicts(
-    results: list[TaskResult], baseline: list[TaskResult], alpha: float
-) -> dict[str, Comparison]:
-    """The gate's verdict per task present in both runs."""
-    before = {r.task.id: r for r in baseline}
-    common = [r for r in results if r.task.id in before]
-    return {
-        r.task.id: compare(r.task.id, before[r.task.id].episodes, r.episodes, alpha, len(common))
-        for r in common
-    }
+    return rate_text(result.successes, result.n_episodes)
 
 
 def markdown(
@@ -39,7 +24,7 @@ def markdown(
     """A Markdown table, one row per task, then the overall rate."""
     ordered = sorted(results, key=lambda r: r.task.id)
     before = {r.task.id: r for r in baseline or []}
-    judged = verdicts(ordered, baseline or [], alpha)
+    judged = compare_results(ordered, baseline or [], alpha)
     head = ["task", "success (95% interval)", "mean steps", "time"]
     if baseline is not None:
         head[1:1] = ["baseline"]
@@ -86,11 +71,15 @@ def chart(results: list[TaskResult], path: Path, baseline: list[TaskResult] | No
     import matplotlib.pyplot as plt
 
     ordered = sorted(results, key=lambda r: r.task.id)
-    before = {r.task.id: r for r in baseline or []}
-    series = [("this run", ordered, "tab:blue", 0.0)]
+    series: list[tuple[str, list[TaskResult | None], str, float]] = [
+        ("this run", list(ordered), "tab:blue", 0.0)
+    ]
     if baseline is not None:
-        series.insert(0, ("baseline", [before.get(r.task.id) for r in ordered], "tab:gray", -0.2))
-        series[1] = ("this run", ordered, "tab:blue", 0.2)
+        before = {r.task.id: r for r in baseline}
+        series = [
+            ("baseline", [before.get(r.task.id) for r in ordered], "tab:gray", -0.2),
+            ("this run", list(ordered), "tab:blue", 0.2),
+        ]
     fig, ax = plt.subplots(figsize=(8, 1.2 + 0.35 * len(ordered)))
     for label, rows, color, offset in series:
         ys, xs, lows, highs = [], [], [], []

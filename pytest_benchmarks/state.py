@@ -97,6 +97,7 @@ def build_state(config: pytest.Config) -> SessionState:
             raise pytest.UsageError(
                 f"--benchmark-obs: {name} offers {', '.join(modes)}, not {options.obs}"
             )
+    _check_cameras(options, selection)
     _check_rendering(options, selection)
     workers = (
         int(config.workerinput["workercount"])  # type: ignore[attr-defined]
@@ -111,6 +112,17 @@ def build_state(config: pytest.Config) -> SessionState:
         is_worker=is_worker,
         workers=workers,
     )
+
+
+def _check_cameras(options: Settings, selection: dict[str, list[TaskRef]]) -> None:
+    """Every renamed camera must belong to a selected benchmark: a typo is not silently ignored."""
+    known = {c for name, tasks in selection.items() if tasks for c in registry.get(name).cameras}
+    for source, _ in options.camera_map:
+        if source.removesuffix("_image") not in known:
+            raise pytest.UsageError(
+                f"--benchmark-camera-map: no camera {source!r} in the selected benchmarks; "
+                f"valid: {', '.join(sorted(known)) or 'none'}"
+            )
 
 
 def _check_rendering(options: Settings, selection: dict[str, list[TaskRef]]) -> None:

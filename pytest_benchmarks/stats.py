@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_benchmarks.results import EpisodeRecord, wilson_interval
+from pytest_benchmarks.results import EpisodeRecord, TaskResult, wilson_interval
 
 MODES = ("stat", "exact", "off")
 
@@ -42,7 +42,8 @@ def mcnemar_lower(lost: int, gained: int) -> float:
     return float(binomtest(lost, lost + gained, 0.5, alternative="greater").pvalue)
 
 
-def _rate(successes: int, n: int) -> str:
+def rate_text(successes: int, n: int) -> str:
+    """``48/50 (96%, 87–99)``: count, rate and 95% Wilson interval."""
     low, high = wilson_interval(successes, n)
     pct = 100.0 * successes / n if n else 0.0
     return f"{successes}/{n} ({pct:.0f}%, {low:.0f}–{high:.0f})"
@@ -69,8 +70,8 @@ class Comparison:
     def line(self) -> str:
         """One line a person reads at a glance."""
         head = (
-            f"{self.task}: {_rate(self.base_successes, self.base_n)} → "
-            f"{_rate(self.new_successes, self.new_n)}"
+            f"{self.task}: {rate_text(self.base_successes, self.base_n)} → "
+            f"{rate_text(self.new_successes, self.new_n)}"
         )
         if self.test == "exact":
             verdict = "regression" if self.regression else "no regression"
@@ -95,8 +96,8 @@ def compare(
     """Judge one task's new episodes against its baseline episodes.
 
     ``mode``: ``stat`` (significance test), ``exact`` (any shared episode that succeeded in the
-    baseline and fails now is a regression; for deterministic runs), ``off`` (never a
-    regression).
+    baseline and fails now is a regression; for deterministic runs, so every new episode must be
+    one of the baseline's), ``off`` (never a regression).
     """
     if mode not in MODES:
         raise ValueError(f"unknown gate mode {mode!r}; valid: {', '.join(MODES)}")
@@ -110,6 +111,12 @@ def compare(
     base_rate = base_k / len(baseline) if baseline else 0.0
     new_rate = new_k / len(new) if new else 0.0
     if mode == "exact":
+        if len(shared) != len(new):
+            raise ValueError(
+                f"{task}: the exact gate compares the same episodes, but "
+                f"{len(new) - len(shared)} of {len(new)} new episodes (index, seed, initial state) "
+                "are not in the baseline; use the statistical gate"
+            )
         test, p_value = "exact", 0.0 if lost else 1.0
         regression = lost > 0
     elif shared and len(shared) == len(new):
@@ -132,3 +139,20 @@ def compare(
         lost=lost,
         gained=gained,
     )
+
+
+def compare_results(
+    results: Sequence[TaskResult],
+    baseline: Sequence[TaskResult],
+    alpha: float = 0.05,
+    mode: str = "stat",
+) -> dict[str, Comparison]:
+    """Verdicts for the tasks in both runs, by task id; each at alpha / (tasks compared)."""
+    before = {r.task.id: r for r in baseline}
+    common = sorted((r for r in results if r.task.id in before), key=lambda r: r.task.id)
+    return {
+        r.task.id: compare(
+            r.task.id, before[r.task.id].episodes, r.episodes, alpha, len(common), mode
+        )
+        for r in common
+    }

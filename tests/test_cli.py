@@ -125,3 +125,15 @@ def test_report_markdown_and_chart(toy_project: pytest.Pytester):
     assert done.returncode == 0
     assert done.stdout.startswith("| task | success (95% interval) | mean steps | time |")
     assert "**Overall:** 12/12 (100.0%, 95% interval 75.8–100.0) over 2 tasks." in done.stdout
+
+
+def test_exact_gate_on_different_episodes_is_refused(toy_project: pytest.Pytester):
+    old = session(toy_project, "old", "--benchmark-task=walk")
+    reseeded = session(toy_project, "reseeded", "--benchmark-task=walk", "--benchmark-seed=7")
+    assert cli("compare", old, old, "--gate", "exact").returncode == 0
+    done = cli("compare", old, reseeded, "--gate", "exact")
+    assert done.returncode == 2
+    assert (
+        "toy/walk: the exact gate compares the same episodes, but 6 of 6 new episodes"
+        in done.stderr
+    )

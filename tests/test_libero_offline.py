@@ -139,3 +139,34 @@ def test_rollout(evaluate):
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*test_rollout[[]libero/libero_spatial/0[]] PASSED*",
                                  "libero/libero_spatial/0 *0/1*15.0*"])  # fmt: skip
+
+
+def test_expert_based_policies_skip_tasks_without_an_expert(pytester: pytest.Pytester):
+    pytester.makepyfile(
+        test_lib="""
+import pytest
+
+@pytest.mark.benchmark_env("libero")
+def test_rollout(evaluate):
+    evaluate()
+"""
+    )
+    for spec in ("scripted", "scripted+noise:0.5"):
+        result = pytester.runpytest_subprocess(
+            "-p", "no:cacheprovider", "--benchmark-env=libero", "--benchmark-task=libero_spatial/0",
+            f"--benchmark-policy={spec}", "-rs",
+        )  # fmt: skip
+        result.assert_outcomes(skipped=1)
+        result.stdout.fnmatch_lines(["*libero/libero_spatial/0: LIBERO has no scripted expert*"])
+
+
+def test_camera_renames_must_name_a_camera(pytester: pytest.Pytester):
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest_subprocess(
+        "--benchmark-env=libero,metaworld", "--benchmark-camera-map=corner2_image=c1,wrist=c2"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        "ERROR: --benchmark-camera-map: no camera 'wrist' in the selected benchmarks; "
+        "valid: agentview, corner2, robot0_eye_in_hand"
+    ])  # fmt: skip

@@ -140,6 +140,10 @@ def test_task_selection_and_group(toy_project: pytest.Pytester):
         (["--benchmark-episodes=0"], "--benchmark-episodes: '0' is not an integer >= 1"),
         (["--benchmark-obs=depth"], "--benchmark-obs: 'depth' is not one of state, pixels"),
         (
+            ["--benchmark-camera-map=agentveiw=camera1"],
+            "--benchmark-camera-map: no camera 'agentveiw' in the selected benchmarks; valid: none",
+        ),
+        (
             ["--benchmark-image-size=12x"],
             "--benchmark-image-size: '12x' is not N or HxW (e.g. 224x224)",
         ),

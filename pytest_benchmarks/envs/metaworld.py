@@ -17,7 +17,13 @@ import gymnasium as gym
 import numpy as np
 
 from pytest_benchmarks.envs.metaworld_tasks import DESCRIPTIONS, GROUPS
-from pytest_benchmarks.processors import Batch, EnvProcessors, Feature, state_vector
+from pytest_benchmarks.processors import (
+    Batch,
+    EnvProcessors,
+    Feature,
+    camera_renames,
+    state_vector,
+)
 from pytest_benchmarks.registry import Benchmark, EnvConfig, TaskRef, register
 
 N_GOALS = 50
@@ -85,8 +91,7 @@ def processors(config: EnvConfig) -> EnvProcessors:
     if config.obs != "pixels":
         features = {"observation.state": Feature((OBS_DIM,), "float32")}
         return EnvProcessors(features, config.task.description, [state_vector()])
-    renames = {source.removesuffix("_image"): target for source, target in config.camera_map}
-    image_name = f"observation.images.{renames.get(CAMERA, CAMERA)}"
+    image_name = f"observation.images.{camera_renames(config.camera_map).get(CAMERA, CAMERA)}"
 
     def transform(batch: Batch) -> Batch:
         raw = batch["raw"]
@@ -134,6 +139,7 @@ class MetaWorld(Benchmark):
     extra = "metaworld"
     requires = ("metaworld", "mujoco")
     observation_modes = ("state", "pixels")
+    cameras = (CAMERA,)
 
     def tasks(self) -> list[TaskRef]:
         return [

@@ -33,6 +33,10 @@ class Policy(Protocol):
 KINDS = ("scripted", "scripted+noise", "random", "noop")
 
 
+#: Specs built on the benchmark's scripted expert.
+EXPERT_KINDS = ("scripted", "scripted+noise")
+
+
 class PolicySpecError(ValueError):
     """A ``--benchmark-policy`` value that names no known policy source."""
 
