@@ -17,3 +17,8 @@ def test_rollout(evaluate, env_processors, vector_env):
 def test_success_rate(evaluate):
     """The scripted expert succeeds at least once: a broken success signal shows up as 0%."""
     check_success_rate(evaluate())
+
+
+def test_no_regression(evaluate, snapshot):
+    """The success rate is not significantly below the committed snapshot (the gate)."""
+    assert evaluate() == snapshot

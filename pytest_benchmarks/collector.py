@@ -24,8 +24,13 @@ class ResultCollector:
     def __init__(self, config: pytest.Config, state: SessionState) -> None:
         self.config = config
         self.state = state
+        #: The snapshot gate's verdicts, by test node id.
+        self.verdicts: dict[str, dict[str, Any]] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        verdict = getattr(report, "benchmark_gate", None)
+        if verdict is not None:
+            self.verdicts[report.nodeid] = verdict
         row = getattr(report, "benchmark_result", None)
         if row is None:
             return
@@ -65,3 +70,24 @@ class ResultCollector:
         for line in table(list(state.results.values())):
             write(line)
         write(f"metrics: {state.settings.metrics}")
+        self.gate_summary(write)
+
+    def gate_summary(self, write: Any) -> None:
+        """A count line, then each regression and each improvement (with how to store it)."""
+        if not self.verdicts:
+            return
+        verdicts = sorted(self.verdicts.values(), key=lambda v: v["line"])
+        down = [v["line"] for v in verdicts if v["regression"]]
+        up = [v["line"] for v in verdicts if v["improvement"]]
+        s = self.state.settings
+        level = f", alpha {s.alpha:g} over the tasks compared" if s.gate == "stat" else ""
+        write(
+            f"snapshot gate ({s.gate}{level}): {len(verdicts)} compared, "
+            f"{len(down)} regressed, {len(up)} improved"
+        )
+        for line in down:
+            write(f"  REGRESSION {line}")
+        for line in up:
+            write(f"  improved   {line}")
+        if up:
+            write("  improvements pass; run with --snapshot-update to make them the new baseline")

@@ -14,7 +14,7 @@ from pytest_benchmarks import registry, settings
 from pytest_benchmarks.collector import ResultCollector
 from pytest_benchmarks.policies import EXPERT_KINDS, parse_spec
 from pytest_benchmarks.registry import TaskRef
-from pytest_benchmarks.state import PENDING, STATE, SessionState, build_state, get_state
+from pytest_benchmarks.state import GATE, PENDING, STATE, SessionState, build_state, get_state
 
 pytest_plugins = ["pytest_benchmarks.fixtures"]
 
@@ -99,6 +99,13 @@ def pytest_runtest_makereport(
         # Carried to the controller on the report (xdist serialises report attributes).
         report.benchmark_result = result.to_row()  # type: ignore[attr-defined]
         del item.stash[PENDING]
+    verdict = item.stash.get(GATE, None)
+    if verdict is not None and report.when == "call":
+        report.benchmark_gate = {  # type: ignore[attr-defined]
+            "line": verdict.line(),
+            "regression": verdict.regression,
+            "improvement": verdict.improvement,
+        }
     return report
 
 

@@ -7,6 +7,7 @@ A TaskResult is what a task's tests read, what travels from an xdist worker to t
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from statistics import NormalDist
@@ -73,6 +74,30 @@ class TaskResult:
     planned: int = 0
     error: str | None = None
     policy: dict[str, str | None] = field(default_factory=dict)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal fields; against syrupy's ``snapshot``, the regression gate's verdict."""
+        assertion = sys.modules.get("syrupy.assertion")
+        if assertion is not None and isinstance(other, assertion.SnapshotAssertion):
+            from pytest_benchmarks.snapshot import check_against_snapshot
+
+            return check_against_snapshot(self, other)
+        if not isinstance(other, TaskResult):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (
+            self.task,
+            self.episodes,
+            self.eval_s,
+            self.batch_size,
+            self.planned,
+            self.error,
+            self.policy,
+        )
 
     @property
     def n_episodes(self) -> int:

@@ -16,11 +16,14 @@ import pytest
 
 from pytest_benchmarks import registry
 from pytest_benchmarks.policies import PolicySpecError, parse_spec
+from pytest_benchmarks.stats import MODES as GATE_MODES
 
 DEFAULT_EPISODES = 10
 DEFAULT_SEED = 1000
 DEFAULT_POLICY = "scripted"
 DEFAULT_METRICS = "benchmark-results/metrics.json"
+DEFAULT_GATE = "stat"
+DEFAULT_ALPHA = 0.05
 
 GROUP = "benchmarks"
 GROUP_HELP = "robot-policy simulation benchmarks (pytest-benchmarks)"
@@ -64,6 +67,16 @@ OPTIONS: dict[str, tuple[str, str]] = {
         "string",
         "no-op steps after each reset before the policy acts (default: the benchmark's own)",
     ),
+    "--benchmark-gate": (
+        "string",
+        "snapshot gate: stat (fail on a significant drop), exact (fail when any episode that "
+        f"succeeded in the snapshot fails now) or off (default {DEFAULT_GATE})",
+    ),
+    "--benchmark-alpha": (
+        "string",
+        "significance level of the stat gate for the whole session, split over the tasks "
+        f"compared (Bonferroni) (default {DEFAULT_ALPHA})",
+    ),
 }
 
 OBS_MODES = ("state", "pixels")
@@ -81,6 +94,8 @@ METAVARS = {
     "--benchmark-image-size": "N|HxW",
     "--benchmark-camera-map": "CAM=NAME[,...]",
     "--benchmark-settle-steps": "N",
+    "--benchmark-gate": "{stat,exact,off}",
+    "--benchmark-alpha": "LEVEL",
 }
 
 
@@ -118,6 +133,8 @@ class Settings:
     image_size: tuple[int, int] = (128, 128)
     camera_map: tuple[tuple[str, str], ...] = ()
     settle_steps: int | None = None
+    gate: str = DEFAULT_GATE
+    alpha: float = DEFAULT_ALPHA
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -133,6 +150,8 @@ class Settings:
             "image_size": list(self.image_size),
             "camera_map": dict(self.camera_map),
             "settle_steps": self.settle_steps,
+            "gate": self.gate,
+            "alpha": self.alpha,
         }
 
 
@@ -173,6 +192,20 @@ def _choice(config: pytest.Config, flag: str, valid: tuple[str, ...]) -> str | N
     if value is not None and value not in valid:
         raise pytest.UsageError(f"{flag}: {value!r} is not one of {', '.join(valid)}")
     return value
+
+
+def _alpha(value: Any) -> float:
+    if value is None:
+        return DEFAULT_ALPHA
+    try:
+        alpha = float(value)
+    except (TypeError, ValueError):
+        alpha = -1.0
+    if not 0.0 < alpha < 1.0:
+        raise pytest.UsageError(
+            f"--benchmark-alpha: {value!r} is not a level between 0 and 1 (e.g. 0.05)"
+        )
+    return alpha
 
 
 def _image_size(value: Any) -> tuple[int, int]:
@@ -237,6 +270,8 @@ def load(config: pytest.Config, check: Callable[[Path], None] | None = None) -> 
         image_size=_image_size(_raw(config, "--benchmark-image-size")),
         camera_map=_camera_map(_raw(config, "--benchmark-camera-map")),
         settle_steps=_optional_integer(config, "--benchmark-settle-steps", 0),
+        gate=_choice(config, "--benchmark-gate", GATE_MODES) or DEFAULT_GATE,
+        alpha=_alpha(_raw(config, "--benchmark-alpha")),
     )
     if check is not None:
         check(settings.metrics)

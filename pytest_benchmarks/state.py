@@ -13,6 +13,7 @@ from pytest_benchmarks.registry import EnvConfig, SelectionError, TaskRef
 from pytest_benchmarks.report import check_writable
 from pytest_benchmarks.results import TaskResult
 from pytest_benchmarks.settings import Settings
+from pytest_benchmarks.stats import Comparison
 from pytest_benchmarks.vector import auto_batch_size
 
 
@@ -37,6 +38,8 @@ class SessionState:
     results: dict[str, TaskResult] = field(default_factory=dict)
     started_at: float = field(default_factory=time.time)
     deselected: int = 0
+    #: Bonferroni's m per test function: its selected tasks that have a snapshot.
+    gate_counts: dict[str, int] = field(default_factory=dict)
 
     def task_ids(self) -> set[str]:
         return {t.id for tasks in self.selection.values() for t in tasks}
@@ -140,6 +143,8 @@ def _check_rendering(options: Settings, selection: dict[str, list[TaskRef]]) -> 
 STATE = pytest.StashKey[SessionState]()
 #: A result computed by a test, waiting to ride on its report to the controller (item stash).
 PENDING = pytest.StashKey[TaskResult]()
+#: The snapshot gate's verdict on the task a test compared, for its report.
+GATE = pytest.StashKey[Comparison]()
 
 
 def get_state(config: pytest.Config) -> SessionState:

@@ -1,0 +1,187 @@
+"""The snapshot gate in whole pytest sessions: ``assert evaluate() == snapshot``.
+
+The toy corridor gives exact, fast control: its slow task needs 20, 22, 24 or 26 steps by
+initial state, so ``--benchmark-max-steps=21`` turns 100% into 25% on the same episodes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import TOY_CONFTEST
+
+GATED = """
+import pytest
+
+pytestmark = pytest.mark.benchmark_env("toy")
+
+def test_gate(evaluate, snapshot):
+    assert evaluate() == snapshot
+"""
+
+SNAPS = Path("__snapshots__") / "test_gate" / "test_gate" / "toy"
+
+
+@pytest.fixture
+def gated(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeconftest(TOY_CONFTEST)
+    pytester.makepyfile(test_gate=GATED)
+    return pytester
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark-episodes=8", *args)
+
+
+def test_update_stores_one_file_per_task_and_a_rerun_passes(gated: pytest.Pytester):
+    run(gated, "--snapshot-update", "-n", "2").assert_outcomes(passed=2)
+    stroll = json.loads((gated.path / SNAPS / "stroll.json").read_text())
+    assert stroll["id"] == "toy/stroll" and stroll["successes"] == 8
+    assert [e["init_state"] for e in stroll["episodes"]] == [0, 1, 2, 3, 0, 1, 2, 3]
+    assert [e["steps"] for e in stroll["episodes"]][:4] == [20, 22, 24, 26]
+    assert "duration_s" not in stroll["episodes"][0]
+    assert (gated.path / SNAPS / "walk.json").is_file()
+    result = run(gated)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*snapshot gate (stat, alpha 0.05*): 2 compared, 0 regressed*"])
+
+
+def test_a_drop_fails_with_one_readable_line(gated: pytest.Pytester):
+    run(gated, "--snapshot-update").assert_outcomes(passed=2)
+    result = run(gated, "--benchmark-max-steps=21", "-n", "2")
+    result.assert_outcomes(passed=1, failed=1)
+    # 6 of 8 paired episodes lost: McNemar p = 1/64, judged at 0.05 / 2 tasks.
+    result.stdout.fnmatch_lines(
+        [
+            "*toy/stroll: 8/8 (100%, 68–100) → 2/8 (25%, 7–59), McNemar p=0.016 < 0.025 "
+            "→ regression (if intended, store it with --snapshot-update)",
+            "*REGRESSION toy/stroll*",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_an_improvement_passes_and_says_how_to_store_it(gated: pytest.Pytester):
+    run(gated, "--snapshot-update", "--benchmark-max-steps=21").assert_outcomes(passed=2)
+    result = run(gated)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*0 regressed, 1 improved",
+            "*improved   toy/stroll: 2/8 (25%, 7–59) → 8/8 (100%, 68–100)*",
+            "*run with --snapshot-update to make them the new baseline",
+        ]
+    )
+
+
+def test_update_rewrites_exactly_and_only_when_the_outcome_changed(gated: pytest.Pytester):
+    run(gated, "--snapshot-update").assert_outcomes(passed=2)
+    walk = gated.path / SNAPS / "walk.json"
+    os.utime(walk, (1_000_000, 1_000_000))
+    run(gated, "--snapshot-update").assert_outcomes(passed=2)
+    assert walk.stat().st_mtime == 1_000_000  # same outcome: untouched
+    run(gated, "--snapshot-update", "--benchmark-max-steps=21").assert_outcomes(passed=2)
+    stroll = json.loads((gated.path / SNAPS / "stroll.json").read_text())
+    assert stroll["successes"] == 2 and [e["success"] for e in stroll["episodes"]][:2] == [
+        True,
+        False,
+    ]
+    assert not list((gated.path / SNAPS).glob(".*")), "no temporary files left"
+
+
+def test_partial_runs_neither_report_nor_delete_other_tasks(gated: pytest.Pytester):
+    run(gated, "--snapshot-update").assert_outcomes(passed=2)
+    for args in (["--benchmark-task=walk"], ["-k", "stroll"], ["-n", "2", "-k", "walk"]):
+        result = run(gated, "--snapshot-update", *args)
+        assert result.ret == 0 and result.parseoutcomes()["passed"] == 1
+        assert "unused" not in result.stdout.str()
+        assert {p.name for p in (gated.path / SNAPS).iterdir()} == {"walk.json", "stroll.json"}
+
+
+def test_a_missing_snapshot_fails_and_says_how_to_create_it(gated: pytest.Pytester):
+    result = run(gated, "--benchmark-task=walk")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*toy/walk: no snapshot at *walk.json; store it with --snapshot-update"]
+    )
+
+
+def test_gate_modes_and_level(gated: pytest.Pytester):
+    run(gated, "--snapshot-update").assert_outcomes(passed=2)
+    run(gated, "--benchmark-max-steps=21", "--benchmark-gate=off").assert_outcomes(passed=2)
+    # Bonferroni: alpha 0.1 over 2 tasks is 0.05 per task; p = 1/64 still fails.
+    result = run(gated, "--benchmark-max-steps=21", "--benchmark-alpha=0.1")
+    result.stdout.fnmatch_lines(["*p=0.016 < 0.05 → regression*"])
+    # At a stricter level the same drop is not significant.
+    result = run(gated, "--benchmark-max-steps=21", "--benchmark-alpha=0.01")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*0 regressed*"])
+    # The exact gate fails on a single lost episode.
+    result = run(gated, "--benchmark-max-steps=25", "--benchmark-gate=exact")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*toy/stroll: 8/8 * → 6/8 *, 2 episodes lost, 0 gained → regression*"]
+    )
+    # ... and refuses to compare episodes the snapshot does not hold.
+    result = run(gated, "--benchmark-seed=5", "--benchmark-gate=exact")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*toy/walk: snapshot *walk.json: *are not in the baseline*"])
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "not valid JSON"),
+        (
+            '{"id": "toy/walk", "episodes": [{"index": 0}]}',
+            "not a task snapshot (bad or missing field 'seed')",
+        ),
+        ('{"id": "toy/stroll", "episodes": []}', "holds task 'toy/stroll', not 'toy/walk'"),
+    ],
+)
+def test_a_corrupt_snapshot_is_one_line(gated: pytest.Pytester, content: str, message: str):
+    (gated.path / SNAPS).mkdir(parents=True)
+    (gated.path / SNAPS / "walk.json").write_text(content)
+    result = run(gated, "--benchmark-task=walk")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*toy/walk: snapshot *walk.json: {message}*"])
+    assert "Traceback" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("args", [["--benchmark-gate=strict"], ["--benchmark-alpha=1.5"]])
+def test_bad_gate_options_are_one_line(gated: pytest.Pytester, args: list[str]):
+    result = run(gated, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --benchmark-*: *"])
+
+
+def test_metaworld_expert_snapshots_gate_a_degraded_policy(pytester: pytest.Pytester):
+    """Snapshots from Meta-World's experts; the expert with random actions in half its steps
+    fails the gate where it hurts (push), and the unchanged expert with another seed passes."""
+    pytester.makepyfile(
+        test_mw="""
+import pytest
+
+pytestmark = pytest.mark.benchmark_env("metaworld")
+
+def test_gate(evaluate, snapshot):
+    assert evaluate() == snapshot
+"""
+    )
+    args = ["--benchmark-task=push-v3,reach-v3", "--benchmark-episodes=12"]
+    args += ["--benchmark-max-steps=200", "-p", "no:cacheprovider"]
+    pytester.runpytest_subprocess(*args, "--snapshot-update", "-n", "2").assert_outcomes(passed=2)
+    stored = pytester.path / "__snapshots__" / "test_mw" / "test_gate" / "metaworld"
+    assert json.loads((stored / "push-v3.json").read_text())["successes"] == 12
+
+    degraded = pytester.runpytest_subprocess(*args, "--benchmark-policy=scripted+noise:0.5")
+    degraded.assert_outcomes(passed=1, failed=1)
+    degraded.stdout.fnmatch_lines(
+        ["*metaworld/push-v3: 12/12 (100%, 76–100) → */12 *McNemar p=* < 0.025 → regression*"]
+    )
+    reseeded = pytester.runpytest_subprocess(*args, "--benchmark-seed=2000")
+    reseeded.assert_outcomes(passed=2)
+    reseeded.stdout.fnmatch_lines(["*2 compared, 0 regressed*"])
