@@ -67,6 +67,11 @@ OPTIONS: dict[str, tuple[str, str]] = {
         "string",
         "no-op steps after each reset before the policy acts (default: the benchmark's own)",
     ),
+    "--benchmark-shard": (
+        "string",
+        "run only shard I of N: the selected tasks, sorted by id, whose position mod N is I-1 "
+        "(for CI matrices; join the shards' metrics with pytest-benchmarks merge)",
+    ),
     "--benchmark-gate": (
         "string",
         "snapshot gate: stat (fail on a significant drop), exact (fail when any episode that "
@@ -94,6 +99,7 @@ METAVARS = {
     "--benchmark-image-size": "N|HxW",
     "--benchmark-camera-map": "CAM=NAME[,...]",
     "--benchmark-settle-steps": "N",
+    "--benchmark-shard": "I/N",
     "--benchmark-gate": "{stat,exact,off}",
     "--benchmark-alpha": "LEVEL",
 }
@@ -135,6 +141,7 @@ class Settings:
     settle_steps: int | None = None
     gate: str = DEFAULT_GATE
     alpha: float = DEFAULT_ALPHA
+    shard: tuple[int, int] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -152,6 +159,7 @@ class Settings:
             "settle_steps": self.settle_steps,
             "gate": self.gate,
             "alpha": self.alpha,
+            "shard": list(self.shard) if self.shard else None,
         }
 
 
@@ -206,6 +214,15 @@ def _alpha(value: Any) -> float:
             f"--benchmark-alpha: {value!r} is not a level between 0 and 1 (e.g. 0.05)"
         )
     return alpha
+
+
+def _shard(value: Any) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    index, sep, count = str(value).partition("/")
+    if sep and index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count):
+        return (int(index), int(count))
+    raise pytest.UsageError(f"--benchmark-shard: {value!r} is not I/N with 1 <= I <= N (e.g. 2/4)")
 
 
 def _image_size(value: Any) -> tuple[int, int]:
@@ -272,6 +289,7 @@ def load(config: pytest.Config, check: Callable[[Path], None] | None = None) -> 
         settle_steps=_optional_integer(config, "--benchmark-settle-steps", 0),
         gate=_choice(config, "--benchmark-gate", GATE_MODES) or DEFAULT_GATE,
         alpha=_alpha(_raw(config, "--benchmark-alpha")),
+        shard=_shard(_raw(config, "--benchmark-shard")),
     )
     if check is not None:
         check(settings.metrics)

@@ -94,6 +94,8 @@ def build_state(config: pytest.Config) -> SessionState:
         selection = registry.resolve(active, options.tasks)
     except SelectionError as exc:
         raise pytest.UsageError(f"--benchmark-task: {exc}") from None
+    if options.shard:
+        selection = _shard(selection, *options.shard)
     for name, tasks in selection.items():
         modes = registry.get(name).observation_modes
         if tasks and options.obs and options.obs not in modes:
@@ -115,6 +117,13 @@ def build_state(config: pytest.Config) -> SessionState:
         is_worker=is_worker,
         workers=workers,
     )
+
+
+def _shard(selection: dict[str, list[TaskRef]], index: int, count: int) -> dict[str, list[TaskRef]]:
+    """Shard ``index`` of ``count``: every count-th task of the whole selection, sorted by id."""
+    ordered = sorted((t for tasks in selection.values() for t in tasks), key=lambda t: t.id)
+    keep = {t.id for t in ordered[index - 1 :: count]}
+    return {name: [t for t in tasks if t.id in keep] for name, tasks in selection.items()}
 
 
 def _check_cameras(options: Settings, selection: dict[str, list[TaskRef]]) -> None:

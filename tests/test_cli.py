@@ -45,6 +45,24 @@ def test_merged_shards_equal_one_run(toy_project: pytest.Pytester):
     assert merged["run"]["shards"] == [str(first), str(second)]
 
 
+def test_shard_option_splits_the_selection_and_merges_back(toy_project: pytest.Pytester):
+    whole = session(toy_project, "whole")
+    first = session(toy_project, "s1", "--benchmark-shard=1/2")
+    second = session(toy_project, "s2", "--benchmark-shard=2/2", "-n", "2")
+    assert [r["id"] for r in read_metrics(first)["results"]] == ["toy/stroll"]
+    assert [r["id"] for r in read_metrics(second)["results"]] == ["toy/walk"]
+    out = toy_project.path / "merged.json"
+    assert cli("merge", first, second, "-o", out).returncode == 0
+    assert outcomes(read_metrics(out)) == outcomes(read_metrics(whole))
+    # More shards than tasks: an empty shard runs nothing and fails nothing.
+    empty = toy_project.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark-shard=3/3")
+    assert empty.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    bad = toy_project.runpytest_subprocess("--benchmark-shard=3/2")
+    bad.stderr.fnmatch_lines(
+        ["ERROR: --benchmark-shard: '3/2' is not I/N with 1 <= I <= N (e.g. 2/4)"]
+    )
+
+
 def test_merge_refuses_overlap_and_mixed_settings(toy_project: pytest.Pytester):
     first = session(toy_project, "first", "--benchmark-task=walk")
     again = session(toy_project, "again", "--benchmark-task=walk,stroll")

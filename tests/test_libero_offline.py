@@ -45,6 +45,19 @@ def test_import_never_prompts(tmp_path, home):
         assert (tmp_path / ".cache" / "pytest-benchmarks" / "libero" / "config.yaml").is_file()
 
 
+def test_setup_command_lays_down_the_config_and_loads_a_task(tmp_path):
+    """What the LIBERO image runs at build time."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_benchmarks.envs.libero_setup", "--check"],
+        env=_clean_env(str(tmp_path)), stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    config = tmp_path / ".cache" / "pytest-benchmarks" / "libero" / "config.yaml"
+    assert f"LIBERO config: {config}" in done.stdout
+    assert "loaded and reset libero/libero_spatial/0 offline" in done.stdout
+
+
 def test_every_suite_matches_libero_and_has_50_initial_states():
     from pytest_benchmarks.envs.libero_setup import prepare
 

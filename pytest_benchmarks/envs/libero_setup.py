@@ -99,3 +99,41 @@ def prepare() -> None:
 
     # get_assets_path() returns this cached path when it exists, instead of downloading.
     libero_pkg._assets_path_cache = str(assets_dir())
+
+
+def check(task: str = "libero_spatial/0") -> str:
+    """Load one task's scene and reset it, state only: proves the config and assets offline."""
+    from pytest_benchmarks import registry
+    from pytest_benchmarks.registry import EnvConfig
+
+    ref = registry.get("libero").select([task])[0]
+    env = registry.get("libero").make_env(EnvConfig(ref, 1, 0, obs="state", settle_steps=0))
+    try:
+        env.reset(seed=0, options={"init_state": 0})
+    finally:
+        env.close()
+    return ref.id
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m pytest_benchmarks.envs.libero_setup [--check]``: lay down LIBERO's config
+    (container builds do this once, so that runs never write or fetch anything)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m pytest_benchmarks.envs.libero_setup")
+    parser.add_argument("--check", action="store_true", help="also load and reset one task")
+    args = parser.parse_args(argv)
+    try:
+        prepare()
+        print(f"LIBERO config: {Path(os.environ['LIBERO_CONFIG_PATH']) / 'config.yaml'}")
+        print(f"LIBERO assets: {assets_dir()}")
+        if args.check:
+            print(f"loaded and reset {check()} offline")
+    except LiberoSetupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
