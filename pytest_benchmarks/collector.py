@@ -12,10 +12,22 @@ from typing import Any
 import pytest
 
 from pytest_benchmarks import run_info
+from pytest_benchmarks.registry import task_of_nodeid
 from pytest_benchmarks.report import build_metrics, write_atomic
 from pytest_benchmarks.results import TaskResult
 from pytest_benchmarks.state import SessionState
 from pytest_benchmarks.summary import table
+from pytest_benchmarks.vector import describe_exit
+
+
+def worker_exit(worker: Any) -> str:
+    """How an xdist worker process ended (``killed by SIGKILL``), as far as execnet tells."""
+    popen = getattr(getattr(getattr(worker, "gateway", None), "_io", None), "popen", None)
+    try:
+        code = popen.wait(timeout=5) if popen is not None else None
+    except Exception:
+        code = None
+    return "crashed" if code is None else describe_exit(code)
 
 
 class ResultCollector:
@@ -37,6 +49,34 @@ class ResultCollector:
         result = TaskResult.from_row(row)
         self.state.results.setdefault(result.task.id, result)
         self.write(partial=True, exitstatus=None)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+        """An xdist worker died running a task's test: record the task as failed, with how the
+        worker died, and fail the task's tests that were dropped rather than run again."""
+        task_id = task_of_nodeid(crashitem, self.state.task_ids())
+        if task_id is None:
+            return
+        worker = getattr(report, "node", None)
+        name = getattr(getattr(worker, "gateway", None), "id", "?")
+        error = f"WorkerCrashed: xdist worker {name} {worker_exit(worker)} running {crashitem}"
+        if task_id not in self.state.results:
+            task = next(t for ts in self.state.selection.values() for t in ts if t.id == task_id)
+            planned = self.state.settings.episodes
+            self.state.results[task_id] = TaskResult(task, planned=planned, error=error)
+            self.write(partial=True, exitstatus=None)
+        report.longrepr = error
+        for nodeid in getattr(sched, "dropped", {}).pop(crashitem, []):
+            self.config.hook.pytest_runtest_logreport(
+                report=pytest.TestReport(
+                    nodeid=nodeid,
+                    location=(nodeid.split("::")[0], None, nodeid),
+                    keywords={},
+                    outcome="failed",
+                    longrepr=f"not run: {task_id} failed earlier in this session: {error}",
+                    when="call",
+                )
+            )
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         # Without xdist, a task interrupted by Ctrl-C never got a test report; its partial

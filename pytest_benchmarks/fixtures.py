@@ -92,6 +92,7 @@ def evaluate(
                 state.settings.seed,
                 range(state.settings.episodes),
                 record,
+                state.settings.timeout,
             )
         if cached.error:
             pytest.fail(

@@ -242,3 +242,15 @@ def _valid_summary(benchmark: Benchmark) -> str:
 def _load_builtin() -> None:
     # Importing the modules runs their @register decorators; no simulator is imported here.
     from pytest_benchmarks.envs import libero, metaworld  # noqa: F401
+
+
+def task_of_nodeid(nodeid: str, task_ids: Iterable[str]) -> str | None:
+    """The task id in a test id's parameters (``test_x[metaworld/push-v3]``), or None."""
+    params = nodeid[nodeid.find("[") :] if nodeid.endswith("]") else ""
+    # Longest first: in test_x[a/x-y], task a/x-y must win over task a/x followed by "-".
+    for task_id in sorted(task_ids, key=len, reverse=True):
+        for left in "[-":
+            for right in "]-":
+                if f"{left}{task_id}{right}" in params:
+                    return task_id
+    return None

@@ -14,27 +14,26 @@ from typing import Any
 import pytest
 from xdist.scheduler import LoadScopeScheduling
 
+from pytest_benchmarks.registry import task_of_nodeid
+
 
 class TaskScheduling(LoadScopeScheduling):
     """Load scheduling with one work unit per benchmark task."""
 
     def __init__(self, config: pytest.Config, log: Any, task_ids: Iterable[str]) -> None:
         super().__init__(config, log)
-        # Longest first: in test_x[a/x-y], task a/x-y must win over task a/x followed by "-".
-        self._task_ids = sorted(task_ids, key=len, reverse=True)
+        self._task_ids = list(task_ids)
+        #: Per crashing test: the other tests of its task, dropped instead of requeued.
+        self.dropped: dict[str, list[str]] = {}
 
     def _split_scope(self, nodeid: str) -> str:
-        params = nodeid[nodeid.find("[") :] if nodeid.endswith("]") else ""
-        for task_id in self._task_ids:
-            for left in "[-":
-                for right in "]-":
-                    if f"{left}{task_id}{right}" in params:
-                        return task_id
-        return nodeid
+        return task_of_nodeid(nodeid, self._task_ids) or nodeid
 
     def remove_node(self, node: Any) -> str | None:
-        """Requeue a crashed worker's unfinished tests, but not the one that crashed it.
+        """Requeue a crashed worker's unfinished tests, except those of the task that crashed it.
 
+        The crashed task's other tests would run its episodes again and crash the next worker;
+        they are dropped and listed in ``dropped`` for the collector to fail with one line.
         LoadScopeScheduling requeues the crashed worker's whole workload: the crashing test would
         kill worker after worker, and a unit whose tests all finished would be handed to the
         replacement worker as an empty batch, after which nothing schedules again and the
@@ -46,6 +45,10 @@ class TaskScheduling(LoadScopeScheduling):
         unit = self.workqueue.get(self._split_scope(crashitem))
         if unit is not None:
             unit[crashitem] = True
+            if task_of_nodeid(crashitem, self._task_ids):
+                # The task's other tests would run its episodes again and crash the next worker.
+                self.dropped[crashitem] = [nodeid for nodeid, done in unit.items() if not done]
+                unit.update(dict.fromkeys(unit, True))
         for scope in [scope for scope, unit in self.workqueue.items() if all(unit.values())]:
             del self.workqueue[scope]
         for other in self.assigned_work:

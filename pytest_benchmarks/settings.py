@@ -67,6 +67,11 @@ OPTIONS: dict[str, tuple[str, str]] = {
         "string",
         "no-op steps after each reset before the policy acts (default: the benchmark's own)",
     ),
+    "--benchmark-timeout": (
+        "string",
+        "seconds a task may take (env start-up and all its episodes); a task past it is stopped, "
+        "its env workers killed, and it is recorded as timed out (default: no limit)",
+    ),
     "--benchmark-shard": (
         "string",
         "run only shard I of N: the selected tasks, sorted by id, whose position mod N is I-1 "
@@ -99,6 +104,7 @@ METAVARS = {
     "--benchmark-image-size": "N|HxW",
     "--benchmark-camera-map": "CAM=NAME[,...]",
     "--benchmark-settle-steps": "N",
+    "--benchmark-timeout": "SECONDS",
     "--benchmark-shard": "I/N",
     "--benchmark-gate": "{stat,exact,off}",
     "--benchmark-alpha": "LEVEL",
@@ -142,6 +148,7 @@ class Settings:
     gate: str = DEFAULT_GATE
     alpha: float = DEFAULT_ALPHA
     shard: tuple[int, int] | None = None
+    timeout: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -160,6 +167,7 @@ class Settings:
             "gate": self.gate,
             "alpha": self.alpha,
             "shard": list(self.shard) if self.shard else None,
+            "timeout": self.timeout,
         }
 
 
@@ -214,6 +222,18 @@ def _alpha(value: Any) -> float:
             f"--benchmark-alpha: {value!r} is not a level between 0 and 1 (e.g. 0.05)"
         )
     return alpha
+
+
+def _timeout(value: Any) -> float | None:
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise pytest.UsageError(f"--benchmark-timeout: {value!r} is not a number of seconds > 0")
+    return seconds
 
 
 def _shard(value: Any) -> tuple[int, int] | None:
@@ -290,6 +310,7 @@ def load(config: pytest.Config, check: Callable[[Path], None] | None = None) -> 
         gate=_choice(config, "--benchmark-gate", GATE_MODES) or DEFAULT_GATE,
         alpha=_alpha(_raw(config, "--benchmark-alpha")),
         shard=_shard(_raw(config, "--benchmark-shard")),
+        timeout=_timeout(_raw(config, "--benchmark-timeout")),
     )
     if check is not None:
         check(settings.metrics)

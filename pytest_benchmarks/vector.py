@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 import os
+import signal
+import time
 from functools import partial
 from typing import Any
 
@@ -136,10 +138,53 @@ class LazyVectorEnv:
             self._env = make_vector_env(self.config, self.num_envs, self.sync)
         return self._env
 
-    def close(self) -> None:
-        if self._env is not None:
-            env, self._env = self._env, None
-            env.close()
+    def close(self, terminate: bool = False) -> None:
+        """Close the workers; ``terminate`` kills them (after a failure, a timeout or Ctrl-C,
+        when a worker may be dead, hung or mid-call). Never leaves a worker process behind."""
+        if self._env is None:
+            return
+        env, self._env = self._env, None
+        processes = list(getattr(env, "processes", ()))
+        try:
+            env.close(terminate=terminate) if processes else env.close()
+        except Exception:
+            pass  # a dead worker breaks gymnasium's own close; the kill below still runs
+        finally:
+            for process in processes:
+                if process.is_alive():
+                    process.kill()
+                process.join(timeout=10)
+            env.closed = True  # type: ignore[attr-defined]
+
+    def dead_workers(self, wait_s: float = 2.0) -> str | None:
+        """Which vector-env workers died and how (``worker 1 (pid 42) killed by SIGKILL``).
+
+        Waits up to ``wait_s`` for the exit status to arrive: a broken pipe can be seen before
+        the process that closed it is reaped.
+        """
+        processes = list(getattr(self._env, "processes", ()))
+        deadline = time.monotonic() + wait_s
+        while processes:
+            dead = [(i, p) for i, p in enumerate(processes) if p.exitcode is not None]
+            if dead:
+                return "; ".join(
+                    f"vector env worker {i} (pid {p.pid}) {describe_exit(p.exitcode)}"
+                    for i, p in dead
+                )
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.05)
+        return None
+
+
+def describe_exit(code: int | None) -> str:
+    """``killed by SIGKILL`` or ``exited with status 3``."""
+    if code is not None and code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with status {code}"
 
 
 def reset_slots(

@@ -131,7 +131,7 @@ def test_task_selection_and_group(toy_project: pytest.Pytester):
         (["--benchmark-env=absent"], "--benchmark-env: absent is not installed*"),
         (
             ["--benchmark-task=run"],
-            "--benchmark-task: unknown toy task or group 'run'; valid groups: corridor; valid tasks: walk, stroll, crash, interrupt",
+            "--benchmark-task: unknown toy task or group 'run'; valid groups: corridor; valid tasks: walk, stroll, crash, interrupt, killed, hang, reset-error, step-error",
         ),
         (
             ["--benchmark-policy=magic"],
@@ -195,7 +195,8 @@ def test_crashed_worker_loses_only_its_task(toy_project: pytest.Pytester):
     document = read_metrics(toy_project.path / "benchmark-results" / "metrics.json")
     ids = {row["id"]: row for row in document["results"]}
     assert ids["toy/walk"]["successes"] == 2 and ids["toy/stroll"]["successes"] == 2
-    assert "toy/crash" not in ids
+    assert ids["toy/crash"]["error"].startswith("WorkerCrashed: xdist worker gw")
+    assert "exited with status 3 running" in ids["toy/crash"]["error"]
 
 
 def test_failing_task_records_its_error(toy_project: pytest.Pytester):

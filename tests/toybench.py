@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from typing import Any
 
 import gymnasium as gym
@@ -21,6 +22,10 @@ TASKS = {
     "stroll": "Walk slowly to the end of the corridor.",
     "crash": "Kill the process that steps this env.",
     "interrupt": "Send Ctrl-C (SIGINT) to the process that steps this env.",
+    "killed": "Kill the process that steps this env with SIGKILL.",
+    "hang": "Stop responding in the third step.",
+    "reset-error": "Raise in reset.",
+    "step-error": "Raise in the third step.",
 }
 
 
@@ -35,6 +40,8 @@ class Corridor(gym.Env[np.ndarray, np.ndarray]):
         self.steps = 0
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        if self.task == "reset-error":
+            raise RuntimeError("the corridor has no floor")
         self.x = -0.1 * int((options or {}).get("init_state", 0))
         self.steps = 0
         return np.array([self.x, 0.0]), {}
@@ -44,6 +51,12 @@ class Corridor(gym.Env[np.ndarray, np.ndarray]):
             os._exit(3)
         if self.task == "interrupt" and self.steps == 2:
             os.kill(os.getpid(), signal.SIGINT)
+        if self.task == "killed" and self.steps == 2:
+            os.kill(os.getpid(), signal.SIGKILL)
+        if self.task == "hang" and self.steps == 2:
+            time.sleep(3600)
+        if self.task == "step-error" and self.steps == 2:
+            raise ValueError("the corridor wall moved")
         self.steps += 1
         speed = 0.05 if self.task == "stroll" else 0.2
         self.x += speed * float(action[0])
