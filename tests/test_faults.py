@@ -143,7 +143,9 @@ def test_timeout_stops_a_hung_task_and_reaps_its_workers(toy_project: pytest.Pyt
         "--benchmark-timeout=3",
     )
     result.assert_outcomes(passed=4, failed=2)
-    result.stdout.fnmatch_lines(["*TaskTimeout: toy/hang timed out after 3 s (--benchmark-timeout)*"])
+    result.stdout.fnmatch_lines(
+        ["*TaskTimeout: toy/hang timed out after 3 s (--benchmark-timeout)*"]
+    )
     found = rows(toy_project)
     assert found["toy/hang"]["error"].startswith("TaskTimeout: toy/hang timed out after 3 s")
     assert found["toy/walk"]["successes"] == 2 and found["toy/stroll"]["successes"] == 2
@@ -153,7 +155,9 @@ def test_timeout_stops_a_hung_task_and_reaps_its_workers(toy_project: pytest.Pyt
 def test_bad_timeout_is_one_line(toy_project: pytest.Pytester):
     result = run(toy_project, "--benchmark-timeout=soon")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --benchmark-timeout: 'soon' is not a number of seconds > 0"])
+    result.stderr.fnmatch_lines(
+        ["ERROR: --benchmark-timeout: 'soon' is not a number of seconds > 0"]
+    )
 
 
 def _writer(path: str, tag: int, count: int) -> None:
