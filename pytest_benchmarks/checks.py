@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from pytest_benchmarks.debugging import worst_episodes
 from pytest_benchmarks.processors import EnvProcessors
 from pytest_benchmarks.registry import EnvConfig
 from pytest_benchmarks.results import TaskResult
@@ -19,7 +20,7 @@ def check_rollout(result: TaskResult, config: EnvConfig, processors: EnvProcesso
     assert result.error is None, f"{task}: {result.error}"
     assert result.n_episodes == result.planned, f"{task}: {result.n_episodes}/{result.planned} ran"
     indices = [e.index for e in result.episodes]
-    assert indices == list(range(result.planned)), f"{task}: episodes {indices}"
+    assert indices == sorted(set(indices)), f"{task}: episodes {indices}"
     for e in result.episodes:
         assert 1 <= e.steps <= config.max_steps, f"{task}: episode {e.index} ran {e.steps} steps"
         assert math.isfinite(e.sum_reward) and math.isfinite(e.max_reward), (
@@ -38,4 +39,9 @@ def check_success_rate(result: TaskResult) -> None:
 
     if result.policy.get("source") in ("random", "noop"):
         pytest.skip(f"success not expected from --benchmark-policy={result.policy['source']}")
-    assert result.successes > 0, f"{result.task.id}: 0/{result.n_episodes} episodes succeeded"
+    if result.successes == 0:
+        message = f"{result.task.id}: 0/{result.n_episodes} episodes succeeded"
+        if result.rerun:
+            episodes = ",".join(map(str, worst_episodes(result)))
+            message += f"; rerun the worst: {result.rerun} --benchmark-episode={episodes}"
+        pytest.fail(message, pytrace=False)

@@ -7,11 +7,13 @@ task and once more at session end (also after Ctrl-C), so an interrupted run kee
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
 
 from pytest_benchmarks import run_info
+from pytest_benchmarks.debugging import progress_line
 from pytest_benchmarks.registry import task_of_nodeid
 from pytest_benchmarks.report import build_metrics, write_atomic
 from pytest_benchmarks.results import TaskResult
@@ -40,6 +42,12 @@ class ResultCollector:
         self.verdicts: dict[str, dict[str, Any]] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        progress = getattr(report, "benchmark_progress", None)
+        if progress is not None:
+            node = getattr(report, "node", None)
+            worker = getattr(getattr(node, "gateway", None), "id", None)
+            self.show(progress_line(progress, worker))
+            return
         verdict = getattr(report, "benchmark_gate", None)
         if verdict is not None:
             self.verdicts[report.nodeid] = verdict
@@ -49,6 +57,18 @@ class ResultCollector:
         result = TaskResult.from_row(row)
         self.state.results.setdefault(result.task.id, result)
         self.write(partial=True, exitstatus=None)
+
+    def show(self, line: str) -> None:
+        """A whole line on the terminal, also mid-test (output capture is paused for it)."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            writer = getattr(reporter, "_tw", None)
+            if writer is not None and writer.width_of_current_line:
+                writer.line()  # after xdist's progress dots
+            reporter.write_line(line)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
@@ -62,7 +82,7 @@ class ResultCollector:
         error = f"WorkerCrashed: xdist worker {name} {worker_exit(worker)} running {crashitem}"
         if task_id not in self.state.results:
             task = next(t for ts in self.state.selection.values() for t in ts if t.id == task_id)
-            planned = self.state.settings.episodes
+            planned = len(self.state.settings.indices)
             self.state.results[task_id] = TaskResult(task, planned=planned, error=error)
             self.write(partial=True, exitstatus=None)
         report.longrepr = error

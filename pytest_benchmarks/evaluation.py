@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from pytest_benchmarks import registry
 from pytest_benchmarks.deadline import time_limit
 from pytest_benchmarks.plan import plan_episodes
 from pytest_benchmarks.policies import Policy
 from pytest_benchmarks.processors import EnvProcessors
-from pytest_benchmarks.results import TaskResult
-from pytest_benchmarks.rollout import run_episodes
+from pytest_benchmarks.results import EpisodeRecord, TaskResult
+from pytest_benchmarks.rollout import StepTrace, run_episodes
 from pytest_benchmarks.vector import LazyVectorEnv
+from pytest_benchmarks.video import error_path, video_path
 
 
 class WorkerDied(RuntimeError):
@@ -36,22 +38,32 @@ def evaluate_task(
     episodes: Sequence[int],
     record: Callable[[TaskResult], None],
     timeout: float | None = None,
+    progress: Callable[[TaskResult], None] | None = None,
+    trace: StepTrace | None = None,
 ) -> TaskResult:
     """Run the given episode indices of the vector env's task, within ``timeout`` seconds.
 
     ``record`` receives the result whatever happens: on an error (Ctrl-C and timeouts included)
     it holds the episodes that finished and the error in one line, the vector env's workers are
-    killed, and the error propagates (as WorkerDied when a worker process died).
+    killed, and the error propagates (as WorkerDied when a worker process died). ``progress``
+    sees the result after every episode. The vector env is closed at the end, which also waits
+    for the episodes' videos.
     """
     task = vector_env.config.task
     plan = plan_episodes(registry.get(task.env), task, seed, episodes)
     result = TaskResult(
         task, batch_size=vector_env.num_envs, planned=len(plan), policy=policy.identity()
     )
+
+    def on_episode(episode: EpisodeRecord) -> None:
+        result.episodes.append(episode)
+        if progress is not None:
+            progress(result)
+
     started = time.perf_counter()
     try:
         with time_limit(timeout, task.id):
-            run_episodes(vector_env.get(), policy, processors, plan, result.episodes.append)
+            run_episodes(vector_env.get(), policy, processors, plan, on_episode, trace)
     except BaseException as exc:
         # A worker that died shows up as a broken pipe; name the process and its signal instead.
         dead = vector_env.dead_workers() if isinstance(exc, (EOFError, ConnectionError)) else None
@@ -63,5 +75,20 @@ def evaluate_task(
     finally:
         result.eval_s = time.perf_counter() - started
         result.episodes.sort(key=lambda e: e.index)
+        if vector_env.config.video != "none":
+            vector_env.close(terminate=result.error is not None)
+            result.episodes[:] = [attach_video(vector_env, e) for e in result.episodes]
         record(result)
+    vector_env.close()
     return result
+
+
+def attach_video(vector_env: LazyVectorEnv, episode: EpisodeRecord) -> EpisodeRecord:
+    """The episode with its video path, or with the reason its video could not be written."""
+    path = video_path(vector_env.config, episode.index)
+    if path.is_file():
+        return replace(episode, video=str(path))
+    failed = error_path(path)
+    if failed.is_file():
+        return replace(episode, video_error=failed.read_text().strip())
+    return episode

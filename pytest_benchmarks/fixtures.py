@@ -11,6 +11,12 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from pytest_benchmarks import registry
+from pytest_benchmarks.debugging import (
+    ProgressReporter,
+    StepTraceFile,
+    rerun_command,
+    trace_path,
+)
 from pytest_benchmarks.evaluation import evaluate_task
 from pytest_benchmarks.policies import Policy, make_policy
 from pytest_benchmarks.processors import EnvProcessors
@@ -44,8 +50,8 @@ def vector_env(request: pytest.FixtureRequest, benchmark_task: TaskRef) -> Itera
     state = get_state(request.config)
     env = LazyVectorEnv(
         state.env_config(benchmark_task),
-        state.batch_size(state.settings.episodes),
-        state.settings.sync,
+        state.batch_size(len(state.settings.indices)),
+        state.settings.sync or state.single_env,
     )
     try:
         yield env
@@ -79,21 +85,31 @@ def evaluate(
     state = get_state(request.config)
 
     def record(result: TaskResult) -> None:
+        test_file = request.node.nodeid.split("::")[0]
+        result.rerun = rerun_command(test_file, state.settings, benchmark_task)
         state.cache[benchmark_task.id] = result
         request.node.stash[PENDING] = result
 
     def run() -> TaskResult:
         cached = state.cache.get(benchmark_task.id)
         if cached is None:
-            return evaluate_task(
-                vector_env,
-                policy,
-                env_processors,
-                state.settings.seed,
-                range(state.settings.episodes),
-                record,
-                state.settings.timeout,
-            )
+            settings = state.settings
+            tracer = StepTraceFile(trace_path(settings, benchmark_task)) if settings.debug else None
+            try:
+                return evaluate_task(
+                    vector_env,
+                    policy,
+                    env_processors,
+                    settings.seed,
+                    settings.indices,
+                    record,
+                    settings.timeout,
+                    ProgressReporter(request.node, settings.progress_s),
+                    tracer,
+                )
+            finally:
+                if tracer is not None:
+                    tracer.close()
         if cached.error:
             pytest.fail(
                 f"{benchmark_task.id} failed earlier in this session: {cached.error}", pytrace=False

@@ -12,6 +12,7 @@ import pytest
 
 from pytest_benchmarks import registry, settings
 from pytest_benchmarks.collector import ResultCollector
+from pytest_benchmarks.debugging import PROGRESS
 from pytest_benchmarks.policies import EXPERT_KINDS, parse_spec
 from pytest_benchmarks.registry import TaskRef
 from pytest_benchmarks.state import GATE, PENDING, STATE, SessionState, build_state, get_state
@@ -107,6 +108,14 @@ def pytest_runtest_makereport(
             "improvement": verdict.improvement,
         }
     return report
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_report_teststatus(report: pytest.TestReport) -> tuple[str, str, str] | None:
+    """Progress reports are no test outcome: no letter, no word, not counted."""
+    if getattr(report, "when", None) == PROGRESS:
+        return ("", "", "")
+    return None
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -29,6 +29,8 @@ class EpisodeRecord:
     max_reward: float
     duration_s: float
     video: str | None = None
+    #: Why the episode's video could not be written (its result stands).
+    video_error: str | None = None
 
     def outcome(self) -> tuple[Any, ...]:
         """Everything but timing and artefacts: equal for equal runs of a deterministic policy."""
@@ -74,6 +76,8 @@ class TaskResult:
     planned: int = 0
     error: str | None = None
     policy: dict[str, str | None] = field(default_factory=dict)
+    #: The pytest command that reruns this task's episodes (add ``--benchmark-episode=I``).
+    rerun: str | None = field(default=None, compare=False)
 
     def __eq__(self, other: object) -> bool:
         """Equal fields; against syrupy's ``snapshot``, the regression gate's verdict."""

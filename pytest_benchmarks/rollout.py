@@ -23,6 +23,9 @@ from pytest_benchmarks.processors import EnvProcessors
 from pytest_benchmarks.results import EpisodeRecord
 from pytest_benchmarks.vector import reset_slots
 
+#: (episode index, step number from 1, action, reward, success flag) of one step.
+StepTrace = Callable[[int, int, np.ndarray, float, bool], None]
+
 
 class ActionError(ValueError):
     """A policy produced actions the env cannot take."""
@@ -60,10 +63,12 @@ def run_episodes(
     processors: EnvProcessors,
     plan: Sequence[EpisodeSpec],
     on_episode: Callable[[EpisodeRecord], None],
+    trace: StepTrace | None = None,
 ) -> None:
     """Run every planned episode; ``on_episode`` receives each record as it ends.
 
     Records arrive in completion order; a raised error leaves the finished ones delivered.
+    ``trace``, when given, sees every step of every running episode.
     """
     n = env.num_envs
     if len(plan) < n:
@@ -79,11 +84,11 @@ def run_episodes(
 
     def start(slots: Sequence[int]) -> object:
         """Start the next planned episodes in ``slots``; park the slots left without one."""
-        specs: dict[int, tuple[int, int] | None] = {}
+        specs: dict[int, tuple[int, int, int] | None] = {}
         for slot in slots:
             spec = pending.popleft() if pending else None
             running[slot] = spec
-            specs[slot] = None if spec is None else (spec.seed, spec.init_state)
+            specs[slot] = None if spec is None else (spec.seed, spec.init_state, spec.index)
             active[slot] = spec is not None
         obs, _ = reset_slots(env, specs)
         begun = [slot for slot, start in specs.items() if start is not None]
@@ -114,6 +119,11 @@ def run_episodes(
         np.maximum(max_reward, rewards, out=max_reward)
         steps += 1
         succeeded |= info["success"]
+        if trace is not None:
+            for slot, spec in enumerate(running):
+                if spec is not None and active[slot]:
+                    trace(spec.index, int(steps[slot]), actions[slot], float(rewards[slot]),
+                          bool(info["success"][slot]))  # fmt: skip
         ended = np.flatnonzero(terminated | truncated)
         if not len(ended):
             continue

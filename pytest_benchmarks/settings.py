@@ -24,6 +24,8 @@ DEFAULT_POLICY = "scripted"
 DEFAULT_METRICS = "benchmark-results/metrics.json"
 DEFAULT_GATE = "stat"
 DEFAULT_ALPHA = 0.05
+DEFAULT_PROGRESS_S = 10.0
+VIDEO_MODES = ("none", "failures", "all")
 
 GROUP = "benchmarks"
 GROUP_HELP = "robot-policy simulation benchmarks (pytest-benchmarks)"
@@ -67,6 +69,20 @@ OPTIONS: dict[str, tuple[str, str]] = {
         "string",
         "no-op steps after each reset before the policy acts (default: the benchmark's own)",
     ),
+    "--benchmark-episode": (
+        "string",
+        "run exactly these episode indices (same seeds and initial states as in a full run), "
+        "one env, in the test process, so a debugger and print() work",
+    ),
+    "--benchmark-video": (
+        "string",
+        "write an MP4 per episode: none, failures or all (default none), beside the metrics JSON",
+    ),
+    "--benchmark-progress": (
+        "string",
+        "seconds between progress lines of a running task (episodes done, successes); "
+        "0 = after every episode (default 10)",
+    ),
     "--benchmark-timeout": (
         "string",
         "seconds a task may take (env start-up and all its episodes); a task past it is stopped, "
@@ -104,6 +120,9 @@ METAVARS = {
     "--benchmark-image-size": "N|HxW",
     "--benchmark-camera-map": "CAM=NAME[,...]",
     "--benchmark-settle-steps": "N",
+    "--benchmark-episode": "I[,J...]",
+    "--benchmark-video": "{none,failures,all}",
+    "--benchmark-progress": "SECONDS",
     "--benchmark-timeout": "SECONDS",
     "--benchmark-shard": "I/N",
     "--benchmark-gate": "{stat,exact,off}",
@@ -126,6 +145,15 @@ def add_options(parser: pytest.Parser) -> None:
         help="step every env in this process (SyncVectorEnv), never in worker processes",
     )
     parser.addini("benchmark_sync", "like --benchmark-sync", type="bool", default=False)
+    group.addoption(
+        "--benchmark-debug",
+        dest="benchmark_debug",
+        action="store_true",
+        default=None,
+        help="batch size 1, no worker processes, and a per-step trace (action, reward, success) "
+        "in a JSON Lines file per task beside the metrics JSON",
+    )
+    parser.addini("benchmark_debug", "like --benchmark-debug", type="bool", default=False)
 
 
 @dataclass(frozen=True)
@@ -149,6 +177,16 @@ class Settings:
     alpha: float = DEFAULT_ALPHA
     shard: tuple[int, int] | None = None
     timeout: float | None = None
+    #: Episode indices to run instead of range(episodes).
+    episode_indices: tuple[int, ...] | None = None
+    video: str = "none"
+    progress_s: float = DEFAULT_PROGRESS_S
+    debug: bool = False
+
+    @property
+    def indices(self) -> tuple[int, ...]:
+        """The episode indices each task runs."""
+        return self.episode_indices or tuple(range(self.episodes))
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -168,6 +206,9 @@ class Settings:
             "alpha": self.alpha,
             "shard": list(self.shard) if self.shard else None,
             "timeout": self.timeout,
+            "episode_indices": list(self.episode_indices) if self.episode_indices else None,
+            "video": self.video,
+            "debug": self.debug,
         }
 
 
@@ -222,6 +263,29 @@ def _alpha(value: Any) -> float:
             f"--benchmark-alpha: {value!r} is not a level between 0 and 1 (e.g. 0.05)"
         )
     return alpha
+
+
+def _indices(value: Any) -> tuple[int, ...] | None:
+    parts = _names(value)
+    if parts is None:
+        return None
+    if not all(p.isdigit() for p in parts):
+        raise pytest.UsageError(
+            f"--benchmark-episode: {value!r} is not a list of episode indices >= 0 (e.g. 3,7)"
+        )
+    return tuple(sorted({int(p) for p in parts}))
+
+
+def _seconds(flag: str, value: Any, default: float) -> float:
+    if value is None:
+        return default
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = -1.0
+    if not 0 <= seconds < float("inf"):
+        raise pytest.UsageError(f"{flag}: {value!r} is not a number of seconds >= 0")
+    return seconds
 
 
 def _timeout(value: Any) -> float | None:
@@ -311,6 +375,12 @@ def load(config: pytest.Config, check: Callable[[Path], None] | None = None) -> 
         alpha=_alpha(_raw(config, "--benchmark-alpha")),
         shard=_shard(_raw(config, "--benchmark-shard")),
         timeout=_timeout(_raw(config, "--benchmark-timeout")),
+        episode_indices=_indices(_raw(config, "--benchmark-episode")),
+        video=_choice(config, "--benchmark-video", VIDEO_MODES) or "none",
+        progress_s=_seconds(
+            "--benchmark-progress", _raw(config, "--benchmark-progress"), DEFAULT_PROGRESS_S
+        ),
+        debug=bool(config.getoption("benchmark_debug") or config.getini("benchmark_debug")),
     )
     if check is not None:
         check(settings.metrics)

@@ -55,9 +55,18 @@ class SessionState:
             image_size=s.image_size,
             settle_steps=s.settle_steps,
             camera_map=s.camera_map,
+            video=s.video,
+            video_dir=str(s.metrics.parent / "videos"),
         )
 
+    @property
+    def single_env(self) -> bool:
+        """One env in the test process: ``--benchmark-debug`` or ``--benchmark-episode``."""
+        return self.settings.debug or self.settings.episode_indices is not None
+
     def batch_size(self, episodes: int) -> int:
+        if self.single_env:
+            return 1
         if self.settings.batch_size:
             return min(self.settings.batch_size, episodes)
         return auto_batch_size(episodes, max(1, self.workers))
@@ -104,6 +113,7 @@ def build_state(config: pytest.Config) -> SessionState:
             )
     _check_cameras(options, selection)
     _check_rendering(options, selection)
+    _check_video(options, selection)
     workers = (
         int(config.workerinput["workercount"])  # type: ignore[attr-defined]
         if is_worker
@@ -137,10 +147,28 @@ def _check_cameras(options: Settings, selection: dict[str, list[TaskRef]]) -> No
             )
 
 
-def _check_rendering(options: Settings, selection: dict[str, list[TaskRef]]) -> None:
+def _check_video(options: Settings, selection: dict[str, list[TaskRef]]) -> None:
+    """Videos need imageio's ffmpeg plugin, and LIBERO frames come from its camera images."""
+    if options.video == "none" or not any(selection.values()):
+        return
+    import importlib.util
+
+    if importlib.util.find_spec("imageio_ffmpeg") is None:
+        raise pytest.UsageError(
+            "--benchmark-video: imageio-ffmpeg is not installed: "
+            "pip install 'pytest-benchmarks[video]'"
+        )
+    if selection.get("libero") and (options.obs or "pixels") != "pixels":
+        raise pytest.UsageError("--benchmark-video: LIBERO videos need --benchmark-obs=pixels")
+    _check_rendering(options, selection, force=True)
+
+
+def _check_rendering(
+    options: Settings, selection: dict[str, list[TaskRef]], force: bool = False
+) -> None:
     """Pick MuJoCo's GL backend now, before anything imports mujoco; fail early if it is absent."""
     backend = rendering.choose_backend()
-    renders = any(
+    renders = force or any(
         tasks and (options.obs or registry.get(name).observation_modes[0]) == "pixels"
         for name, tasks in selection.items()
     )

@@ -23,6 +23,7 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, Vecto
 
 from pytest_benchmarks import registry
 from pytest_benchmarks.registry import Benchmark, EnvConfig
+from pytest_benchmarks.video import VideoRecorder
 
 MAX_AUTO_BATCH = 64
 
@@ -41,6 +42,7 @@ class SlotEnv(gym.Env[Any, Any]):
         self._steps = 0
         self._ended = True
         self._last_obs: Any = None
+        self._video = VideoRecorder(config) if config.video != "none" else None
 
     def _build(self) -> gym.Env[Any, Any]:
         env = self._benchmark.make_env(self._config)
@@ -64,12 +66,15 @@ class SlotEnv(gym.Env[Any, Any]):
         if slot_options.pop("park", False):
             self._ended = True
             return self._last_obs, {}
+        index = slot_options.pop("index", None)
         if self._env is None:
             self._env = self._build()
         obs, _ = self._env.reset(seed=seed, options=slot_options)
         self._steps = 0
         self._ended = False
         self._last_obs = obs
+        if self._video is not None:
+            self._video.start(index, self._env)
         return obs, {}
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
@@ -83,9 +88,15 @@ class SlotEnv(gym.Env[Any, Any]):
         truncated = truncated or self._steps >= self._config.max_steps
         self._ended = terminated or truncated
         self._last_obs = obs
+        if self._video is not None:
+            self._video.frame(self._env)
+            if self._ended:
+                self._video.finish(success)
         return obs, reward, terminated, truncated, {"success": success}
 
     def close(self) -> None:
+        if self._video is not None:
+            self._video.close()
         if self._env is not None:
             self._env.close()
             self._env = None
@@ -188,9 +199,10 @@ def describe_exit(code: int | None) -> str:
 
 
 def reset_slots(
-    env: VectorEnv, slots: dict[int, tuple[int, int] | None]
+    env: VectorEnv, slots: dict[int, tuple[int, int, int] | None]
 ) -> tuple[Any, dict[str, Any]]:
-    """Reset ``slots`` (slot -> (seed, init_state), or None to park it); others stay untouched."""
+    """Reset ``slots`` (slot -> (seed, init_state, episode index), or None to park it); others
+    stay untouched."""
     mask = np.zeros(env.num_envs, dtype=np.bool_)
     seeds: list[int | None] = [None] * env.num_envs
     options: list[dict[str, Any]] = [{} for _ in range(env.num_envs)]
@@ -199,6 +211,6 @@ def reset_slots(
         if start is None:
             options[slot] = {"park": True}
         else:
-            seeds[slot], init_state = start
-            options[slot] = {"init_state": init_state}
+            seeds[slot], init_state, index = start
+            options[slot] = {"init_state": init_state, "index": index}
     return env.reset(seed=seeds, options={"reset_mask": mask, "slots": options})

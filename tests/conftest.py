@@ -47,7 +47,9 @@ def outcomes(document: dict[str, Any]) -> dict[str, list[tuple[Any, ...]]]:
     """Per task id, the episodes without timing: equal for equal deterministic runs."""
     return {
         row["id"]: [
-            tuple(v for k, v in sorted(e.items()) if k not in ("duration_s", "video"))
+            tuple(
+                v for k, v in sorted(e.items()) if k not in ("duration_s", "video", "video_error")
+            )
             for e in row["episodes"]
         ]
         for row in document["results"]

@@ -52,11 +52,19 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             camera_widths=width,
         )
         self._keys = list(STATE_KEYS) + (list(CAMERAS) if pixels else [])
+        self._last: dict[str, np.ndarray] = {}
         self._settle = DEFAULT_SETTLE_STEPS if config.settle_steps is None else config.settle_steps
         self.observation_space, self.action_space = spaces(config)
 
     def _observe(self, raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return {key: raw[key] for key in self._keys}
+        self._last = {key: raw[key] for key in self._keys}
+        return self._last
+
+    def render(self) -> np.ndarray:
+        """The agentview camera, upright (for videos); needs pixel observations."""
+        if "agentview_image" not in self._last:
+            raise RuntimeError("LIBERO videos need --benchmark-obs=pixels")
+        return np.ascontiguousarray(self._last["agentview_image"][::-1, ::-1])
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

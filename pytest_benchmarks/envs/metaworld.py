@@ -45,7 +45,8 @@ class MetaWorldTaskEnv(gym.Env[np.ndarray, np.ndarray]):
         self._pixels = config.obs == "pixels"
         height, width = config.image_size
         render = {"render_mode": "rgb_array", "camera_name": CAMERA, "width": width,
-                  "height": height} if self._pixels else {}  # fmt: skip
+                  "height": height} if self._pixels or config.video != "none" else {}  # fmt: skip
+        self._frame: np.ndarray | None = None
         self._env = metaworld.env_dict.ALL_V3_ENVIRONMENTS[name](**render)
         self._env.max_path_length = config.max_steps
         self.observation_space, self.action_space = spaces(config)
@@ -55,7 +56,13 @@ class MetaWorldTaskEnv(gym.Env[np.ndarray, np.ndarray]):
     def _observe(self, state: np.ndarray) -> Any:
         if not self._pixels:
             return state
-        return {"state": state, IMAGE_KEY: self._env.render()}
+        self._frame = self._env.render()
+        return {"state": state, IMAGE_KEY: self._frame}
+
+    def render(self) -> np.ndarray:
+        """The corner2 camera, upright (for videos); the observation's frame when there is one."""
+        frame = self._frame if self._pixels and self._frame is not None else self._env.render()
+        return np.ascontiguousarray(frame[::-1, ::-1])
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
