@@ -31,16 +31,36 @@ def error_path(path: Path) -> Path:
     return path.with_name(path.name + ".error")
 
 
+def even(frame: np.ndarray) -> np.ndarray:
+    """Pad an odd height or width by one edge row or column: H.264 (yuv420p) needs even sizes."""
+    height, width = frame.shape[:2]
+    if height % 2 or width % 2:
+        frame = np.pad(frame, ((0, height % 2), (0, width % 2), (0, 0)), mode="edge")
+    return np.ascontiguousarray(frame)
+
+
 def encode(path: Path, frames: list[np.ndarray]) -> None:
     """Write an H.264 MP4; on failure, write the reason to ``<path>.error`` instead."""
     try:
-        import imageio.v2 as imageio
+        import imageio_ffmpeg
 
         path.parent.mkdir(parents=True, exist_ok=True)
         error_path(path).unlink(missing_ok=True)
-        imageio.mimwrite(path, frames, fps=FPS, codec="libx264", macro_block_size=1)
+        frames = [even(frame) for frame in frames]
+        height, width = frames[0].shape[:2]
+        writer = imageio_ffmpeg.write_frames(
+            str(path), (width, height), fps=FPS, codec="libx264", macro_block_size=1,
+            ffmpeg_log_level="error",
+        )  # fmt: skip
+        writer.send(None)
+        for frame in frames:
+            writer.send(frame)
+        writer.close()
+        if not path.is_file() or path.stat().st_size == 0:
+            raise OSError(f"ffmpeg wrote no video to {path}")
     except Exception as exc:  # the episode's result must survive any encoder problem
-        path.unlink(missing_ok=True)
+        if path.is_file():
+            path.unlink()
         text = str(exc).strip().splitlines()
         reason = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
         error_path(path).write_text(reason + "\n")

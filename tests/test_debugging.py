@@ -122,6 +122,9 @@ def test_rollout(evaluate):
     assert evaluate().error is None
 """
     )
+    # A directory where one video should go: its encode fails, its episode's result stands.
+    blocked = pytester.path / "benchmark-results/videos/metaworld/push-v3/episode_0001.mp4"
+    blocked.mkdir(parents=True)
     result = run(pytester, "--benchmark-task=reach-v3,push-v3", "--benchmark-episodes=2",
                  "--benchmark-max-steps=20", "--benchmark-video=failures",
                  "--benchmark-image-size=64", "--benchmark-batch-size=2")  # fmt: skip
@@ -134,9 +137,13 @@ def test_rollout(evaluate):
             assert e["video"] is None
             continue
         path = pytester.path / "benchmark-results" / "videos" / task / f"episode_{index:04d}.mp4"
-        assert e["video"] == str(path)
+        if path == blocked:
+            assert e["video"] is None and e["steps"] == 20
+            assert e["video_error"].startswith("OSError: ")  # ffmpeg could not write there
+            continue
+        assert e["video"] == str(path) and e["video_error"] is None
         frames = iio.imread(path)
         assert frames.shape == (e["steps"] + 1, 64, 64, 3)  # the reset frame and every step
         assert frames.std() > 5  # a scene, not a blank frame
         videos += 1
-    assert videos >= 2  # push-v3 cannot finish in 20 steps
+    assert videos >= 1  # push-v3 cannot finish in 20 steps
