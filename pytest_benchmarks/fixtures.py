@@ -19,6 +19,8 @@ from pytest_benchmarks.debugging import (
 )
 from pytest_benchmarks.evaluation import evaluate_task
 from pytest_benchmarks.policies import Policy, make_policy
+from pytest_benchmarks.policies.features import FeatureMismatch
+from pytest_benchmarks.policies.sources import PolicySourceError
 from pytest_benchmarks.processors import EnvProcessors
 from pytest_benchmarks.registry import TaskRef
 from pytest_benchmarks.results import TaskResult
@@ -61,12 +63,26 @@ def vector_env(request: pytest.FixtureRequest, benchmark_task: TaskRef) -> Itera
 
 @pytest.fixture
 def policy(
-    request: pytest.FixtureRequest, benchmark_task: TaskRef, vector_env: LazyVectorEnv
+    request: pytest.FixtureRequest,
+    benchmark_task: TaskRef,
+    vector_env: LazyVectorEnv,
+    env_processors: EnvProcessors,
 ) -> Policy:
-    """The policy named by ``--benchmark-policy``, built for this task's slots."""
-    spec = get_state(request.config).settings.policy
+    """The policy named by ``--benchmark-policy``, built for this task's slots; a learned one is
+    checked against the env's features here, before any episode runs."""
+    settings = get_state(request.config).settings
     benchmark = registry.get(benchmark_task.env)
-    return make_policy(spec, benchmark, vector_env.config, vector_env.num_envs)
+    try:
+        return make_policy(
+            settings.policy,
+            benchmark,
+            vector_env.config,
+            vector_env.num_envs,
+            settings.device,
+            env_processors.features,
+        )
+    except (PolicySourceError, FeatureMismatch) as exc:
+        pytest.fail(f"{benchmark_task.id}: {exc}", pytrace=False)
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pytest_benchmarks.settings import Settings
 from pytest_benchmarks.state import SessionState
 
 PACKAGES = (
@@ -63,28 +64,46 @@ def _iso(timestamp: float) -> str:
 _STATIC = pytest.StashKey[dict[str, Any]]()
 
 
+def static_info(args: list[str], root: Path) -> dict[str, Any]:
+    """What cannot change during a run: arguments, commit, machine, versions."""
+    return {
+        "args": args,
+        "git_commit": git_commit(root),
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "packages": package_versions(),
+    }
+
+
+def run_block(
+    static: dict[str, Any],
+    settings: Settings,
+    workers: int,
+    started_at: float,
+    partial: bool,
+    exitstatus: int | None,
+) -> dict[str, Any]:
+    now = time.time()
+    return {
+        **static,
+        **settings.as_dict(),
+        "workers": workers,
+        "started_at": _iso(started_at),
+        "finished_at": _iso(now),
+        "duration_s": now - started_at,
+        "partial": partial,
+        "exitstatus": exitstatus,
+    }
+
+
 def collect(
     config: pytest.Config, state: SessionState, partial: bool, exitstatus: int | None
 ) -> dict[str, Any]:
     """The run block; the parts that cannot change during a session are computed once."""
     static = config.stash.get(_STATIC, None)
     if static is None:
-        static = config.stash[_STATIC] = {
-            "args": list(config.invocation_params.args),
-            "git_commit": git_commit(config.rootpath),
-            "host": socket.gethostname(),
-            "platform": platform.platform(),
-            "python": sys.version.split()[0],
-            "packages": package_versions(),
-        }
-    now = time.time()
-    return {
-        **static,
-        **state.settings.as_dict(),
-        "workers": state.workers,
-        "started_at": _iso(state.started_at),
-        "finished_at": _iso(now),
-        "duration_s": now - state.started_at,
-        "partial": partial,
-        "exitstatus": exitstatus,
-    }
+        static = config.stash[_STATIC] = static_info(
+            list(config.invocation_params.args), config.rootpath
+        )
+    return run_block(static, state.settings, state.workers, state.started_at, partial, exitstatus)

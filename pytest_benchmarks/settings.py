@@ -53,6 +53,10 @@ OPTIONS: dict[str, tuple[str, str]] = {
         "with a random action in that fraction of steps), random or noop "
         f"(default {DEFAULT_POLICY})",
     ),
+    "--benchmark-device": (
+        "string",
+        "where learned policies run: auto (cuda when available), cpu or cuda (default auto)",
+    ),
     "--benchmark-max-steps": ("string", "episode step limit (default: the benchmark's own)"),
     "--benchmark-metrics": ("string", f"metrics JSON path (default {DEFAULT_METRICS})"),
     "--benchmark-obs": (
@@ -114,6 +118,7 @@ METAVARS = {
     "--benchmark-batch-size": "N",
     "--benchmark-seed": "N",
     "--benchmark-policy": "SPEC",
+    "--benchmark-device": "{auto,cpu,cuda}",
     "--benchmark-max-steps": "N",
     "--benchmark-metrics": "PATH",
     "--benchmark-obs": "{state,pixels}",
@@ -182,6 +187,7 @@ class Settings:
     video: str = "none"
     progress_s: float = DEFAULT_PROGRESS_S
     debug: bool = False
+    device: str = "auto"
 
     @property
     def indices(self) -> tuple[int, ...]:
@@ -209,6 +215,7 @@ class Settings:
             "episode_indices": list(self.episode_indices) if self.episode_indices else None,
             "video": self.video,
             "debug": self.debug,
+            "device": self.device,
         }
 
 
@@ -249,6 +256,49 @@ def _choice(config: pytest.Config, flag: str, valid: tuple[str, ...]) -> str | N
     if value is not None and value not in valid:
         raise pytest.UsageError(f"{flag}: {value!r} is not one of {', '.join(valid)}")
     return value
+
+
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def _check_policy_source(kind: str, argument: str) -> None:
+    """What can be known before any test runs: the checkpoint is there, its libraries are."""
+    import importlib.util
+
+    if kind in ("hub", "local"):
+        for module, extra in (("torch", "policies"), ("huggingface_hub", "policies")):
+            if importlib.util.find_spec(module) is None:
+                raise pytest.UsageError(
+                    f"--benchmark-policy: {kind} policies need {module}: "
+                    f"pip install 'pytest-benchmarks[{extra}]'"
+                )
+    if kind == "local":
+        folder = Path(os.path.expanduser(argument))
+        if not (folder / "config.json").is_file():
+            what = "no directory" if not folder.is_dir() else "a directory without config.json"
+            raise pytest.UsageError(
+                f"--benchmark-policy: {argument} is {what}; a checkpoint directory holds "
+                "config.json and model.safetensors (save_pretrained)"
+            )
+    if kind == "lerobot":
+        from pytest_benchmarks.policies.sources import lerobot_missing
+
+        problem = lerobot_missing()
+        if problem:
+            raise pytest.UsageError(f"--benchmark-policy: lerobot:{argument}: {problem}")
+
+
+def _check_device(device: str) -> None:
+    if device != "cuda":
+        return
+    try:
+        import torch
+    except ImportError:
+        raise pytest.UsageError(
+            "--benchmark-device: cuda needs torch: pip install 'pytest-benchmarks[policies]'"
+        ) from None
+    if not torch.cuda.is_available():
+        raise pytest.UsageError("--benchmark-device: cuda, but torch sees no CUDA device; use cpu")
 
 
 def _alpha(value: Any) -> float:
@@ -349,9 +399,12 @@ def load(config: pytest.Config, check: Callable[[Path], None] | None = None) -> 
             )
     policy = str(_raw(config, "--benchmark-policy") or DEFAULT_POLICY)
     try:
-        parse_spec(policy)
+        kind, argument = parse_spec(policy)
     except PolicySpecError as exc:
         raise pytest.UsageError(f"--benchmark-policy: {exc}") from None
+    _check_policy_source(kind, argument)
+    device = _choice(config, "--benchmark-device", DEVICES) or "auto"
+    _check_device(device)
     metrics_value = _raw(config, "--benchmark-metrics")
     if metrics_value is None:
         metrics = config.rootpath / DEFAULT_METRICS
@@ -381,6 +434,7 @@ def load(config: pytest.Config, check: Callable[[Path], None] | None = None) -> 
             "--benchmark-progress", _raw(config, "--benchmark-progress"), DEFAULT_PROGRESS_S
         ),
         debug=bool(config.getoption("benchmark_debug") or config.getini("benchmark_debug")),
+        device=device,
     )
     if check is not None:
         check(settings.metrics)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install pytest-benchmarks and the given extras (default: metaworld,libero,video,test,lint) into a virtual
+# Install pytest-benchmarks and the given extras (default: metaworld,libero,policies,video,test,lint) into a virtual
 # environment (default: .venv), and the CPU renderer MuJoCo needs when no GPU is present (as root,
 # through apt-get). CI and the benchmark images (docker/) call this same script.
 #
@@ -7,7 +7,7 @@
 # python3), MUJOCO_GL=egl (a GPU renderer is in place: skip the CPU renderer).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-extras="${1:-metaworld,libero,video,test,lint}"
+extras="${1:-metaworld,libero,policies,video,test,lint}"
 if [ "${MUJOCO_GL:-}" != egl ] && ! ldconfig -p 2>/dev/null | grep -q libOSMesa; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     apt-get update -qq && apt-get install -y -qq libosmesa6 >/dev/null

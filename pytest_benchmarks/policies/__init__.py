@@ -7,12 +7,14 @@ those episodes' seeds so stochastic policies are reproducible per episode.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 if TYPE_CHECKING:
+    from pytest_benchmarks.processors import Feature
     from pytest_benchmarks.registry import Benchmark, EnvConfig
 
 
@@ -30,24 +32,33 @@ class Policy(Protocol):
         """``source``, ``id`` and ``revision`` recorded in the metrics JSON."""
 
 
-KINDS = ("scripted", "scripted+noise", "random", "noop")
-
+KINDS = ("scripted", "scripted+noise", "random", "noop", "hub", "lerobot", "module", "local")
 
 #: Specs built on the benchmark's scripted expert.
 EXPERT_KINDS = ("scripted", "scripted+noise")
+
+VALID = (
+    "scripted, scripted+noise:FRACTION, random, noop, hub:REPO_ID[@REVISION], "
+    "lerobot:REPO_ID_OR_DIR, module:package.module:factory, or a checkpoint directory "
+    "(./path or /path)"
+)
 
 
 class PolicySpecError(ValueError):
     """A ``--benchmark-policy`` value that names no known policy source."""
 
 
+def _is_path(spec: str) -> bool:
+    return spec.startswith(("/", "./", "../", "~")) or (os.sep in spec and ":" not in spec)
+
+
 def parse_spec(spec: str) -> tuple[str, str]:
     """Split ``kind[:argument]`` and check both; raises PolicySpecError."""
+    if _is_path(spec):
+        return "local", spec
     kind, _, argument = spec.partition(":")
-    if kind not in KINDS:
-        raise PolicySpecError(
-            f"unknown policy {spec!r}; valid: scripted, scripted+noise:FRACTION, random, noop"
-        )
+    if kind not in KINDS or kind == "local":
+        raise PolicySpecError(f"unknown policy {spec!r}; valid: {VALID}")
     if kind == "scripted+noise":
         try:
             fraction = float(argument)
@@ -58,16 +69,50 @@ def parse_spec(spec: str) -> tuple[str, str]:
                 f"policy {spec!r}: scripted+noise needs a fraction of steps in [0, 1], "
                 "e.g. scripted+noise:0.5"
             )
+    elif kind in ("hub", "lerobot"):
+        if not argument.split("@")[0]:
+            raise PolicySpecError(
+                f"policy {spec!r}: {kind} needs a repository id, e.g. {kind}:org/name"
+            )
+    elif kind == "module":
+        module, _, factory = argument.partition(":")
+        if not module or not factory:
+            raise PolicySpecError(
+                f"policy {spec!r}: module needs package.module:factory, "
+                "e.g. module:my_pkg.policies:make"
+            )
     elif argument:
         raise PolicySpecError(f"policy {kind!r} takes no argument, got {spec!r}")
     return kind, argument
 
 
-def make_policy(spec: str, benchmark: Benchmark, config: EnvConfig, num_envs: int) -> Policy:
-    """Build the policy a spec names, for one task and ``num_envs`` slots."""
+def make_policy(
+    spec: str,
+    benchmark: Benchmark,
+    config: EnvConfig,
+    num_envs: int,
+    device: str = "cpu",
+    features: dict[str, Feature] | None = None,
+) -> Policy:
+    """Build the policy a spec names, for one task and ``num_envs`` slots.
+
+    Learned policies are checked against the env's ``features`` (default: the benchmark's
+    declared ones) before any episode runs.
+    """
     kind, argument = parse_spec(spec)
     if kind == "scripted":
         return benchmark.scripted_policy(config.task, num_envs)
+    if kind in ("hub", "local", "module", "lerobot"):
+        from pytest_benchmarks.policies import sources
+
+        provided = features if features is not None else benchmark.features(config)
+        if kind == "hub":
+            return sources.hub_policy(argument, config, provided, num_envs, device)
+        if kind == "local":
+            return sources.local_policy(argument, config, provided, num_envs, device)
+        if kind == "module":
+            return sources.module_policy(argument, config, num_envs)
+        return sources.lerobot_policy(argument, config, num_envs, device)
     from pytest_benchmarks.policies.simple import NoisyPolicy, NoopPolicy, RandomPolicy
 
     _, action_space = benchmark.spaces(config)

@@ -1,0 +1,122 @@
+"""Evaluating a policy outside pytest, e.g. every N steps of a training loop.
+
+``evaluate`` runs the same evaluation path as the plugin's fixtures (``evaluate_task`` over a
+``LazyVectorEnv``, with the same episode plan, checks and TaskResults) and writes the same
+metrics JSON, so numbers from a training run and from ``pytest --benchmark-policy=...`` agree
+episode for episode::
+
+    from pytest_benchmarks.api import evaluate
+
+    run = evaluate("metaworld", tasks=["push-v3"], policy="./checkpoints/step_2000", episodes=5)
+    print(run.metrics["overall"]["pc_success"])
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_benchmarks import registry, rendering, run_info
+from pytest_benchmarks.evaluation import evaluate_task
+from pytest_benchmarks.policies import Policy, make_policy, parse_spec
+from pytest_benchmarks.registry import EnvConfig
+from pytest_benchmarks.report import build_metrics, write_atomic
+from pytest_benchmarks.results import TaskResult
+from pytest_benchmarks.settings import DEFAULT_EPISODES, DEFAULT_SEED, Settings
+from pytest_benchmarks.vector import LazyVectorEnv
+
+#: A policy object, a spec (``--benchmark-policy`` syntax) or a factory (config, num_envs).
+PolicyLike = Policy | str | Callable[[EnvConfig, int], Policy]
+
+
+@dataclass
+class Evaluation:
+    """What one call produced: a TaskResult per task and the metrics document."""
+
+    results: list[TaskResult] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+def evaluate(
+    benchmarks: str | Sequence[str],
+    policy: PolicyLike = "scripted",
+    tasks: Sequence[str] | None = None,
+    episodes: int = DEFAULT_EPISODES,
+    seed: int = DEFAULT_SEED,
+    batch_size: int = 1,
+    sync: bool = False,
+    max_steps: int | None = None,
+    obs: str | None = None,
+    device: str = "auto",
+    metrics: str | Path | None = None,
+) -> Evaluation:
+    """Run ``episodes`` episodes of every selected task with ``policy``.
+
+    ``tasks`` takes what ``--benchmark-task`` takes (default: each benchmark's default
+    selection). A policy object must serve ``batch_size`` slots. The metrics JSON goes to
+    ``metrics`` when given (atomically, rewritten after every task).
+    """
+    names = [benchmarks] if isinstance(benchmarks, str) else list(benchmarks)
+    for name in names:
+        problem = registry.get(name).missing()
+        if problem:
+            raise RuntimeError(problem)
+    spec = policy if isinstance(policy, str) else "object"
+    if isinstance(policy, str):
+        parse_spec(policy)
+    rendering.choose_backend()
+    settings = Settings(
+        envs=tuple(names),
+        tasks=tuple(tasks) if tasks else None,
+        episodes=episodes,
+        batch_size=batch_size,
+        sync=sync,
+        seed=seed,
+        policy=spec,
+        max_steps=max_steps,
+        metrics=Path(metrics) if metrics else Path("metrics.json"),
+        obs=obs,
+        device=device,
+    )
+    started = time.time()
+    static = run_info.static_info(list(sys.argv), Path.cwd())
+    out = Evaluation()
+    for name, selected in registry.resolve(names, settings.tasks).items():
+        benchmark = registry.get(name)
+        for task in selected:
+            config = EnvConfig(
+                task,
+                max_steps or benchmark.default_max_steps(task),
+                seed,
+                obs=obs or benchmark.observation_modes[0],
+            )
+            env = LazyVectorEnv(config, min(batch_size, episodes), sync)
+            processors = benchmark.processors(config)
+            try:
+                if isinstance(policy, str):
+                    task_policy = make_policy(
+                        policy, benchmark, config, env.num_envs, device, processors.features
+                    )
+                elif isinstance(policy, Policy):
+                    task_policy = policy
+                else:
+                    task_policy = policy(config, env.num_envs)
+                result = evaluate_task(
+                    env, task_policy, processors, seed, range(episodes), lambda r: None
+                )
+            finally:
+                env.close()
+            out.results.append(result)
+            run = run_info.run_block(static, settings, 0, started, True, None)
+            out.metrics = build_metrics(out.results, run, spec)
+            if metrics:
+                write_atomic(Path(metrics), out.metrics)
+    run = run_info.run_block(static, settings, 0, started, False, 0)
+    out.metrics = build_metrics(out.results, run, spec)
+    if metrics:
+        write_atomic(Path(metrics), out.metrics)
+    return out

@@ -1,0 +1,51 @@
+"""Does the env give a policy what it expects? Checked once, before any episode runs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from pytest_benchmarks.processors import Feature
+
+IMAGE_PREFIX = "observation.images."
+
+
+class FeatureMismatch(ValueError):
+    """The policy's declared input features and the env's features disagree."""
+
+
+def check_features(
+    policy_name: str,
+    task: str,
+    wanted: Mapping[str, Sequence[int]],
+    provided: Mapping[str, Feature],
+    pad_cameras: bool = True,
+) -> list[str]:
+    """Raise FeatureMismatch with a readable diff; return the cameras to pad with blank images.
+
+    A camera the policy expects and the env lacks is padded (LeRobot's empty-camera padding)
+    when the env has at least one camera of its own, so a policy trained with more cameras still
+    runs; a missing state or a shape that differs is an error.
+    """
+    lines: list[str] = []
+    pad: list[str] = []
+    env_cameras = [k for k in provided if k.startswith(IMAGE_PREFIX)]
+    for name, shape in wanted.items():
+        shape = tuple(shape)
+        have = provided.get(name)
+        if have is None:
+            if name.startswith(IMAGE_PREFIX) and pad_cameras and env_cameras:
+                pad.append(name)
+                continue
+            lines.append(f"  - {name} {list(shape)}: the env does not provide it")
+        elif tuple(have.shape) != shape:
+            lines.append(
+                f"  ~ {name}: the policy wants {list(shape)}, the env gives {list(have.shape)}"
+            )
+    if lines:
+        offered = ", ".join(f"{k} {list(f.shape)}" for k, f in provided.items())
+        raise FeatureMismatch(
+            f"{policy_name} does not fit {task}:\n"
+            + "\n".join(lines)
+            + f"\n  env features: {offered}"
+        )
+    return pad

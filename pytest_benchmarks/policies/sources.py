@@ -1,0 +1,138 @@
+"""Learned policies from outside the harness: the Hub, a local checkpoint, LeRobot, or a
+factory in the user's own module. Each loads once per task and reports its identity (source,
+id, and the Hub commit or the checkpoint's file hash) for the metrics JSON."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_benchmarks.policies.features import check_features
+
+if TYPE_CHECKING:
+    from pytest_benchmarks.policies import Policy
+    from pytest_benchmarks.processors import Feature
+    from pytest_benchmarks.registry import EnvConfig
+
+
+class PolicySourceError(ValueError):
+    """A policy that cannot be found or built; the message is one line."""
+
+
+def resolve_device(device: str) -> str:
+    """``auto``: cuda when torch sees a GPU, else cpu."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def hub_snapshot(argument: str) -> tuple[Path, str, str]:
+    """Download (or find in the local cache) ``REPO_ID[@REVISION]``: (folder, repo id, commit).
+
+    Goes through huggingface_hub, so its cache (HF_HOME, HF_HUB_CACHE), HF_HUB_OFFLINE and
+    revisions behave as anywhere else.
+    """
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    repo_id, _, revision = argument.partition("@")
+    try:
+        folder = Path(snapshot_download(repo_id, revision=revision or None))
+    except LocalEntryNotFoundError:
+        raise PolicySourceError(
+            f"hub:{argument}: not in the local Hub cache, and the Hub cannot be reached "
+            "(offline, or HF_HUB_OFFLINE=1); download it once online or point HF_HUB_CACHE at "
+            "a cache that has it"
+        ) from None
+    except HfHubHTTPError as exc:
+        raise PolicySourceError(f"hub:{argument}: {str(exc).splitlines()[0]}") from None
+    return folder, repo_id, folder.name
+
+
+def torch_checkpoint(
+    folder: Path,
+    identity: dict[str, str | None],
+    config: EnvConfig,
+    features: dict[str, Feature],
+    num_envs: int,
+    device: str,
+) -> Policy:
+    from pytest_benchmarks.policies.torch_policy import (
+        PolicyLoadError,
+        TorchPolicy,
+        load_pretrained,
+    )
+
+    try:
+        model = load_pretrained(folder, resolve_device(device))
+    except PolicyLoadError as exc:
+        raise PolicySourceError(str(exc)) from None
+    wanted = dict(getattr(model, "input_features", {}) or {})
+    name = f"{identity['source']}:{identity['id']}"
+    pad = check_features(name, config.task.id, wanted, features)
+    return TorchPolicy(
+        model, num_envs, resolve_device(device), identity, [(k, tuple(wanted[k])) for k in pad]
+    )
+
+
+def local_policy(
+    argument: str, config: EnvConfig, features: dict[str, Feature], num_envs: int, device: str
+) -> Policy:
+    from pytest_benchmarks.policies.torch_policy import file_hash
+
+    folder = Path(argument).expanduser().resolve()
+    weights = folder / "model.safetensors"
+    revision = file_hash(weights) if weights.is_file() else None
+    identity = {"source": "local", "id": str(folder), "revision": revision}
+    return torch_checkpoint(folder, identity, config, features, num_envs, device)
+
+
+def hub_policy(
+    argument: str, config: EnvConfig, features: dict[str, Feature], num_envs: int, device: str
+) -> Policy:
+    folder, repo_id, commit = hub_snapshot(argument)
+    identity = {"source": "hub", "id": repo_id, "revision": commit}
+    return torch_checkpoint(folder, identity, config, features, num_envs, device)
+
+
+def module_policy(argument: str, config: EnvConfig, num_envs: int) -> Policy:
+    """``package.module:factory``; ``factory(config, num_envs)`` returns the policy."""
+    from pytest_benchmarks.policies import Policy
+
+    module_name, _, factory_name = argument.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), factory_name)
+    except ImportError as exc:
+        raise PolicySourceError(f"module:{argument}: cannot import {module_name} ({exc})") from None
+    except AttributeError:
+        raise PolicySourceError(f"module:{argument}: {module_name} has no {factory_name}") from None
+    policy = factory(config, num_envs)
+    if not isinstance(policy, Policy):
+        missing = [
+            m for m in ("reset", "act", "identity") if not callable(getattr(policy, m, None))
+        ]
+        raise PolicySourceError(
+            f"module:{argument}: {factory_name}() returned {type(policy).__name__}, which lacks "
+            f"{', '.join(missing)} (see pytest_benchmarks.policies.Policy)"
+        )
+    return policy
+
+
+def lerobot_missing() -> str | None:
+    if importlib.util.find_spec("lerobot") is None:
+        return "LeRobot is not installed: pip install 'pytest-benchmarks[lerobot]'"
+    return None
+
+
+def lerobot_policy(argument: str, config: EnvConfig, num_envs: int, device: str) -> Any:
+    """A LeRobot pretrained policy (Hub id or directory), through LeRobot's own factory."""
+    problem = lerobot_missing()
+    if problem:
+        raise PolicySourceError(f"lerobot:{argument}: {problem}")
+    from pytest_benchmarks.policies.lerobot import LeRobotPolicy
+
+    return LeRobotPolicy.load(argument, num_envs, resolve_device(device))

@@ -1,0 +1,294 @@
+"""Learned policies: a tiny torch policy trained here, saved in the Hugging Face format, loaded
+from a directory, from a local Hub cache (offline) and from the user's module; action chunks;
+feature checks; the Python API sharing the plugin's evaluation path."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch._dynamo
+from conftest import TOY_CONFTEST, outcomes, read_metrics
+
+from pytest_benchmarks.api import evaluate
+from pytest_benchmarks.policies.chunking import ChunkQueues
+from pytest_benchmarks.policies.features import FeatureMismatch, check_features
+from pytest_benchmarks.policies.torch_policy import MLPPolicy, TorchPolicy, save_policy
+from pytest_benchmarks.processors import Feature
+
+# torch._dynamo is imported here, not lazily by the first optimiser step: pytester unloads the
+# modules a test imports, and torch cannot register its operators a second time.
+
+MW_STATE = 39
+TESTS = """
+import pytest
+
+pytestmark = pytest.mark.benchmark_env("metaworld")
+
+def test_rollout(evaluate):
+    assert evaluate().error is None
+"""
+ARGS = ("--benchmark-task=reach-v3", "--benchmark-episodes=2", "--benchmark-max-steps=30",
+        "--benchmark-batch-size=1", "-p", "no:cacheprovider")  # fmt: skip
+
+
+def train_tiny_policy(directory: Path, state_dim: int = MW_STATE, chunk: int = 1) -> MLPPolicy:
+    """A few optimiser steps on synthetic data, then save_pretrained (config.json and
+    model.safetensors), as a training loop's checkpoint would be."""
+    torch.manual_seed(0)
+    model = MLPPolicy(state_dim=state_dim, action_dim=4, hidden=16, chunk=chunk)
+    states = torch.randn(64, state_dim)
+    targets = torch.tanh(states[:, :4]).repeat(1, chunk).view(64, chunk, 4).squeeze(1)
+    optimiser = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(5):
+        loss = torch.nn.functional.mse_loss(model({"observation.state": states}), targets)
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+    save_policy(model, directory)
+    return model
+
+
+def test_trained_checkpoint_gives_identical_records_through_api_and_pytest(
+    pytester: pytest.Pytester, tmp_path: Path
+):
+    checkpoint = tmp_path / "step_5"
+    train_tiny_policy(checkpoint)
+    assert {p.name for p in checkpoint.iterdir()} >= {"config.json", "model.safetensors"}
+    api_metrics = tmp_path / "api.json"
+    run = evaluate("metaworld", str(checkpoint), tasks=["reach-v3"], episodes=2, max_steps=30,
+                   device="cpu", metrics=api_metrics)  # fmt: skip
+    assert [r.n_episodes for r in run.results] == [2]
+    assert run.results[0].policy["source"] == "local"
+    assert run.metrics == read_metrics(api_metrics)
+
+    pytester.makepyfile(test_mw=TESTS)
+    plugin_metrics = tmp_path / "plugin.json"
+    result = pytester.runpytest_subprocess(
+        *ARGS, f"--benchmark-policy={checkpoint}", f"--benchmark-metrics={plugin_metrics}"
+    )
+    result.assert_outcomes(passed=1)
+    plugin = read_metrics(plugin_metrics)
+    assert outcomes(plugin) == outcomes(run.metrics)
+    identity = plugin["results"][0]["policy"]
+    assert identity["source"] == "local" and identity["id"] == str(checkpoint)
+    assert identity["revision"] == run.results[0].policy["revision"]
+    assert len(identity["revision"]) == 12  # the weights' hash
+
+
+def _hub_cache(root: Path, repo: str, checkpoint: Path, commit: str) -> None:
+    """huggingface_hub's cache layout, as a download would have left it."""
+    org, name = repo.split("/")
+    base = root / f"models--{org}--{name}"
+    (base / "refs").mkdir(parents=True)
+    (base / "refs" / "main").write_text(commit)
+    shutil.copytree(checkpoint, base / "snapshots" / commit)
+
+
+def test_hub_policy_from_the_local_cache_offline(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    train_tiny_policy(tmp_path / "ckpt")
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    _hub_cache(tmp_path / "hub", "tiny-org/tiny-policy", tmp_path / "ckpt", commit)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    pytester.makepyfile(test_mw=TESTS)
+    metrics = tmp_path / "hub.json"
+    result = pytester.runpytest_subprocess(
+        *ARGS, "--benchmark-policy=hub:tiny-org/tiny-policy", f"--benchmark-metrics={metrics}"
+    )
+    result.assert_outcomes(passed=1)
+    identity = read_metrics(metrics)["results"][0]["policy"]
+    assert identity == {"source": "hub", "id": "tiny-org/tiny-policy", "revision": commit}
+    pinned = pytester.runpytest_subprocess(
+        *ARGS, f"--benchmark-policy=hub:tiny-org/tiny-policy@{commit}", "--benchmark-metrics=p.json"
+    )
+    pinned.assert_outcomes(passed=1)
+    missing = pytester.runpytest_subprocess(*ARGS, "--benchmark-policy=hub:tiny-org/absent")
+    missing.assert_outcomes(errors=1)
+    missing.stdout.fnmatch_lines(
+        [
+            "*metaworld/reach-v3: hub:tiny-org/absent: not in the local Hub cache, and the Hub cannot be reached*"
+        ]
+    )
+
+
+def test_module_policy_factory(pytester: pytest.Pytester):
+    pytester.makeconftest(TOY_CONFTEST)
+    pytester.makepyfile(
+        my_policies="""
+import numpy as np
+
+class Forward:
+    def __init__(self, num_envs):
+        self.num_envs = num_envs
+    def reset(self, slots, seeds):
+        pass
+    def act(self, batch):
+        return np.ones((self.num_envs, 1), dtype=np.float32)
+    def identity(self):
+        return {"source": "module", "id": "my_policies:make", "revision": "v1"}
+
+def make(config, num_envs):
+    return Forward(num_envs)
+
+def broken(config, num_envs):
+    return object()
+""",
+        test_toy="""
+import pytest
+pytestmark = pytest.mark.benchmark_env("toy")
+
+def test_rollout(evaluate):
+    assert evaluate().successes == evaluate().n_episodes
+""",
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--benchmark-policy=module:my_policies:make"
+    )
+    result.assert_outcomes(passed=2)
+    row = read_metrics(pytester.path / "benchmark-results" / "metrics.json")["results"][0]
+    assert row["policy"] == {"source": "module", "id": "my_policies:make", "revision": "v1"}
+    for spec, message in (
+        (
+            "module:my_policies:broken",
+            "module:my_policies:broken: broken() returned object, which lacks reset, act, identity*",
+        ),
+        ("module:my_policies:nothing", "module:my_policies:nothing: my_policies has no nothing"),
+        ("module:no_such_module:make", "module:no_such_module:make: cannot import no_such_module*"),
+    ):
+        bad = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--benchmark-policy={spec}")
+        bad.assert_outcomes(errors=2)
+        bad.stdout.fnmatch_lines([f"*toy/walk: {message}"])
+
+
+def test_action_chunk_queues_refill_per_slot_and_clear_on_reset():
+    calls = []
+
+    def predict(batch):
+        calls.append(batch["step"])
+        # chunk of 3 actions per slot: (call number, position in chunk)
+        n = len(calls)
+        return np.array([[[n, i] for i in range(3)] for _ in range(2)], dtype=np.float32)
+
+    queues = ChunkQueues(2)
+    taken = [queues.next({"step": s}, predict) for s in range(2)]
+    assert [a.tolist() for a in taken] == [[[1, 0], [1, 0]], [[1, 1], [1, 1]]]
+    queues.reset([0])  # slot 0's episode ended: its leftover action is dropped
+    a = queues.next({"step": 2}, predict)
+    assert a.tolist() == [[2, 0], [1, 2]] and calls == [0, 2]  # only slot 0 refilled
+    a = queues.next({"step": 3}, predict)
+    assert a.tolist() == [[2, 1], [3, 0]]
+    with pytest.raises(
+        ValueError,
+        match=r"action chunk must have shape \(num_envs, chunk >= 1, action\), got \[2, 4\]",
+    ):
+        ChunkQueues(2).next({}, lambda b: np.zeros((2, 4)))
+
+
+def test_chunked_torch_policy_runs_through_the_rollout(tmp_path: Path):
+    train_tiny_policy(tmp_path / "chunked", chunk=4)
+    run = evaluate("metaworld", str(tmp_path / "chunked"), tasks=["reach-v3"], episodes=3,
+                   max_steps=10, batch_size=2, sync=True, device="cpu")  # fmt: skip
+    result = run.results[0]
+    assert result.error is None and [e.steps for e in result.episodes] == [10, 10, 10]
+
+
+def test_feature_check_diff_and_camera_padding():
+    env = {"observation.state": Feature((8,), "float32"),
+           "observation.images.agentview": Feature((64, 64, 3), "uint8")}  # fmt: skip
+    pad = check_features("hub:o/p", "libero/x", {"observation.state": (8,),
+                         "observation.images.wrist": (64, 64, 3)}, env)  # fmt: skip
+    assert pad == ["observation.images.wrist"]
+    with pytest.raises(FeatureMismatch) as info:
+        check_features("hub:o/p", "metaworld/push-v3",
+                       {"observation.state": (39,), "observation.environment_state": (3,)}, env)  # fmt: skip
+    assert str(info.value).splitlines() == [
+        "hub:o/p does not fit metaworld/push-v3:",
+        "  ~ observation.state: the policy wants [39], the env gives [8]",
+        "  - observation.environment_state [3]: the env does not provide it",
+        "  env features: observation.state [8], observation.images.agentview [64, 64, 3]",
+    ]
+
+    class TwoCameras(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.input_features = {
+                "observation.images.agentview": (4, 4, 3),
+                "observation.images.wrist": (4, 4, 3),
+            }
+
+        def forward(self, batch):
+            wrist = batch["observation.images.wrist"]
+            assert wrist.shape == (2, 4, 4, 3) and int(wrist.sum()) == 0  # padded blank
+            return batch["observation.images.agentview"].float().mean(dim=(1, 2))[:, :1]
+
+    policy = TorchPolicy(
+        TwoCameras(), 2, "cpu", {"source": "t"}, [("observation.images.wrist", (4, 4, 3))]
+    )
+    batch = {"observation.images.agentview": np.full((2, 4, 4, 3), 2, np.uint8), "task": ["a", "b"]}
+    assert policy.act(batch).tolist() == [[2.0], [2.0]]
+
+
+def test_a_policy_that_does_not_fit_the_env_fails_before_any_episode(
+    pytester: pytest.Pytester, tmp_path: Path
+):
+    train_tiny_policy(tmp_path / "small", state_dim=8)
+    pytester.makepyfile(test_mw=TESTS)
+    result = pytester.runpytest_subprocess(*ARGS, f"--benchmark-policy={tmp_path / 'small'}")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"*metaworld/reach-v3: local:{tmp_path / 'small'} does not fit metaworld/reach-v3:",
+            "*~ observation.state: the policy wants [[]8[]], the env gives [[]39[]]",
+        ]
+    )
+    assert "benchmark results" not in result.stdout.str()  # no episode ran
+
+
+def test_bad_policy_and_device_options_are_one_line(pytester: pytest.Pytester, tmp_path: Path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "noclass").mkdir()
+    (tmp_path / "noclass" / "config.json").write_text(json.dumps({"state_dim": 3}))
+    cases = [
+        (
+            f"--benchmark-policy={tmp_path}/absent",
+            f"{tmp_path}/absent is no directory; a checkpoint directory holds config.json*",
+        ),
+        (
+            f"--benchmark-policy={tmp_path}/empty",
+            f"{tmp_path}/empty is a directory without config.json*",
+        ),
+        (
+            "--benchmark-policy=lerobot:lerobot/pi0",
+            "--benchmark-policy: lerobot:lerobot/pi0: LeRobot is not installed: pip install 'pytest-benchmarks[lerobot]'",
+        ),
+        (
+            "--benchmark-policy=hub:",
+            "--benchmark-policy: policy 'hub:': hub needs a repository id, e.g. hub:org/name",
+        ),
+        (
+            "--benchmark-policy=module:x",
+            "--benchmark-policy: policy 'module:x': module needs package.module:factory*",
+        ),
+        ("--benchmark-device=tpu", "--benchmark-device: 'tpu' is not one of auto, cpu, cuda"),
+        (
+            "--benchmark-device=cuda",
+            "--benchmark-device: cuda, but torch sees no CUDA device; use cpu",
+        ),
+    ]
+    for arg, message in cases:
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", arg)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, arg
+        result.stderr.fnmatch_lines([f"ERROR: *{message.replace('[', '[[]')}"])
+    pytester.makepyfile(test_mw=TESTS)
+    result = pytester.runpytest_subprocess(*ARGS, f"--benchmark-policy={tmp_path}/noclass")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*config.json: no 'policy_class' naming the model class as 'package.module:Class'*"]
+    )
