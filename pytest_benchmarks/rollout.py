@@ -111,7 +111,9 @@ def run_episodes(
             where = ", ".join(
                 f"episode {s.index} step {steps[i]}" for i, s in enumerate(running) if s
             )
-            raise ActionError(f"{problem} ({where})")
+            who = policy.identity()
+            name = ":".join(str(who.get(k)) for k in ("source", "id") if who.get(k))
+            raise ActionError(f"{problem} (policy {name}; {where})")
         obs, rewards, terminated, truncated, info = env.step(actions)
         # Parked slots report reward 0, no success and no end; their accumulators are reset
         # before they run another episode, so nothing here needs masking.

@@ -135,7 +135,7 @@ def test_task_selection_and_group(toy_project: pytest.Pytester):
         ),
         (
             ["--benchmark-policy=magic"],
-            "--benchmark-policy: unknown policy 'magic'; valid: scripted, scripted+noise:FRACTION, random, noop",
+            "--benchmark-policy: unknown policy 'magic'; valid: scripted, scripted+noise:FRACTION, random, noop, hub:REPO_ID[[]@REVISION[]], lerobot:REPO_ID_OR_DIR, module:package.module:factory, or a checkpoint directory (./path or /path)",
         ),
         (["--benchmark-episodes=0"], "--benchmark-episodes: '0' is not an integer >= 1"),
         (["--benchmark-obs=depth"], "--benchmark-obs: 'depth' is not one of state, pixels"),
@@ -209,7 +209,9 @@ toybench.Walker.act = lambda self, batch: np.full((len(batch["task"]), 1), np.na
     )
     result = run(toy_project, "--benchmark-task=walk", "--benchmark-episodes=2")
     result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines(["*ActionError: actions hold NaN or inf (episode 0 step 0)*"])
+    result.stdout.fnmatch_lines(
+        ["*ActionError: actions hold NaN or inf (policy scripted:toy.walker; episode 0 step 0)*"]
+    )
     row = read_metrics(toy_project.path / "benchmark-results" / "metrics.json")["results"][0]
     assert row["error"].startswith("ActionError: actions hold NaN or inf")
     assert row["n_episodes"] == 0 and row["planned_episodes"] == 2
