@@ -22,7 +22,7 @@ from typing import Any
 
 from pytest_benchmarks import registry, rendering, run_info
 from pytest_benchmarks.evaluation import evaluate_task
-from pytest_benchmarks.policies import Policy, make_policy, parse_spec
+from pytest_benchmarks.policies import EXPERT_KINDS, Policy, make_policy, parse_spec
 from pytest_benchmarks.registry import EnvConfig
 from pytest_benchmarks.report import build_metrics, write_atomic
 from pytest_benchmarks.results import TaskResult
@@ -93,6 +93,7 @@ def evaluate(
                 max_steps or benchmark.default_max_steps(task),
                 seed,
                 obs=obs or benchmark.observation_modes[0],
+                privileged=isinstance(policy, str) and parse_spec(policy)[0] in EXPERT_KINDS,
             )
             env = LazyVectorEnv(config, min(batch_size, episodes), sync)
             processors = benchmark.processors(config)

@@ -63,6 +63,9 @@ class EnvConfig:
     settle_steps: int | None = None
     #: Renames of camera observation keys: (env key, policy feature suffix) pairs.
     camera_map: tuple[tuple[str, str], ...] = ()
+    #: The env also computes its scripted expert's next action from privileged state (for
+    #: policies built on the expert), where the benchmark's expert needs the simulator.
+    privileged: bool = False
     #: Episode videos: none, failures or all; written under video_dir.
     video: str = "none"
     video_dir: str | None = None

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_benchmarks import registry, rendering, settings
+from pytest_benchmarks.policies import EXPERT_KINDS, parse_spec
 from pytest_benchmarks.registry import EnvConfig, SelectionError, TaskRef
 from pytest_benchmarks.report import check_writable
 from pytest_benchmarks.results import TaskResult
@@ -57,6 +58,7 @@ class SessionState:
             camera_map=s.camera_map,
             video=s.video,
             video_dir=str(s.metrics.parent / "videos"),
+            privileged=parse_spec(s.policy)[0] in EXPERT_KINDS,
         )
 
     @property

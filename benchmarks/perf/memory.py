@@ -58,17 +58,15 @@ def main() -> None:
         records.append(record)  # what evaluate_task keeps: one small record per episode
         if len(records) % args.every == 0:
             samples.append((len(records), rss_mib()))
+            elapsed = time.perf_counter() - started
+            print(f"{len(records):8d}  {samples[-1][1]:8.1f}  ({elapsed:.0f} s)", flush=True)
 
+    print(f"{args.task}, obs={args.obs}, batch {args.batch_size}, {args.episodes} episodes")
+    print("episodes  parent RSS (MiB)", flush=True)
     try:
         run_episodes(env.get(), policy, processors, plan, on_episode)
     finally:
         env.close()
-    elapsed = time.perf_counter() - started
-    print(f"{args.task}, obs={args.obs}, batch {args.batch_size}, {args.episodes} episodes, "
-          f"{elapsed:.0f} s")  # fmt: skip
-    print("episodes  parent RSS (MiB)")
-    for done, rss in samples:
-        print(f"{done:8d}  {rss:8.1f}")
     base = samples[1][1] if len(samples) > 1 else samples[0][1]
     print(f"growth from episode {samples[1][0] if len(samples) > 1 else args.every} to "
           f"{samples[-1][0]}: {samples[-1][1] - base:+.1f} MiB")  # fmt: skip

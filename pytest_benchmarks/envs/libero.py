@@ -8,18 +8,24 @@ policy acts. ``--benchmark-obs=state`` builds the simulator without cameras or a
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from pytest_benchmarks.envs import libero_tasks
+from pytest_benchmarks.envs.libero_expert import PickPlaceExpert, goal_of, unsupported
+from pytest_benchmarks.envs.libero_setup import libero_dir
 from pytest_benchmarks.processors import Batch, EnvProcessors, Feature, camera_renames
 from pytest_benchmarks.registry import Benchmark, EnvConfig, TaskRef, register
 
 CAMERAS = ("agentview_image", "robot0_eye_in_hand_image")
 STATE_KEYS = {"robot0_eef_pos": 3, "robot0_eef_quat": 4, "robot0_gripper_qpos": 2}
 ACTION_DIM = 7
+#: The scripted expert's next action, computed beside the simulator (privileged configs only).
+EXPERT_KEY = "expert_action"
+EXPERT_FEATURE = "expert.action"
 #: Zero motion with the gripper open: what a robot at rest does while the scene settles.
 NOOP = np.array([0.0] * 6 + [-1.0])
 DEFAULT_SETTLE_STEPS = 10
@@ -53,11 +59,20 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         )
         self._keys = list(STATE_KEYS) + (list(CAMERAS) if pixels else [])
         self._last: dict[str, np.ndarray] = {}
+        self._expert: PickPlaceExpert | None = None
+        if config.privileged:
+            goal = goal_of(bddl_path(config.task))
+            problem = unsupported(goal)
+            if problem:
+                raise ValueError(f"{config.task.id}: {problem}")
+            self._expert = PickPlaceExpert(self._env.env, goal[0])
         self._settle = DEFAULT_SETTLE_STEPS if config.settle_steps is None else config.settle_steps
         self.observation_space, self.action_space = spaces(config)
 
     def _observe(self, raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         self._last = {key: raw[key] for key in self._keys}
+        if self._expert is not None:
+            self._last[EXPERT_KEY] = self._expert.act(raw["robot0_eef_pos"])
         return self._last
 
     def render(self) -> np.ndarray:
@@ -76,6 +91,8 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         raw = self._env.set_init_state(self._init_states[state % len(self._init_states)])
         for _ in range(self._settle):
             raw, _, _, _ = self._env.step(NOOP)
+        if self._expert is not None:
+            self._expert.reset()
         return self._observe(raw), {}
 
     def step(
@@ -99,6 +116,8 @@ def spaces(config: EnvConfig) -> tuple[gym.spaces.Dict, gym.spaces.Box]:
         height, width = config.image_size
         for camera in CAMERAS:
             entries[camera] = gym.spaces.Box(0, 255, (height, width, 3), np.uint8)
+    if config.privileged:
+        entries[EXPERT_KEY] = gym.spaces.Box(-1.0, 1.0, (ACTION_DIM,), np.float64)
     action = gym.spaces.Box(-1.0, 1.0, (ACTION_DIM,), np.float64)
     return gym.spaces.Dict(entries), action
 
@@ -138,13 +157,36 @@ def processors(config: EnvConfig) -> EnvProcessors:
         for camera, name in names.items():
             # LIBERO renders upside down: turn the image by 180 degrees.
             out[f"observation.images.{name}"] = np.ascontiguousarray(raw[camera][:, ::-1, ::-1])
+        if config.privileged:
+            out[EXPERT_FEATURE] = raw[EXPERT_KEY].astype(np.float32)
         return out
 
     features = {"observation.state": Feature((8,), "float32")}
     height, width = config.image_size
     for name in names.values():
         features[f"observation.images.{name}"] = Feature((height, width, 3), "uint8")
+    if config.privileged:
+        features[EXPERT_FEATURE] = Feature((ACTION_DIM,), "float32")
     return EnvProcessors(features, config.task.description, [transform])
+
+
+def bddl_path(task: TaskRef) -> Path:
+    """The task's BDDL problem file inside the installed hf-libero package."""
+    return libero_dir() / "bddl_files" / task.suite / f"{task.task}.bddl"
+
+
+class ExpertActionPolicy:
+    """The scripted expert, as a policy: it takes the action the env's expert computed from
+    the simulator's state (the ``expert.action`` feature of privileged configs)."""
+
+    def reset(self, slots: Any, seeds: Any) -> None:
+        pass
+
+    def act(self, batch: dict[str, Any]) -> np.ndarray:
+        return np.asarray(batch[EXPERT_FEATURE], dtype=np.float64)
+
+    def identity(self) -> dict[str, str | None]:
+        return {"source": "scripted", "id": "pytest_benchmarks.PickPlaceExpert", "revision": None}
 
 
 @register("libero")
@@ -197,7 +239,12 @@ class Libero(Benchmark):
         return processors(config)
 
     def scripted_policy(self, task: TaskRef, num_envs: int) -> Any:
-        raise NotImplementedError(self.scripted_missing(task))
+        problem = self.scripted_missing(task)
+        if problem:
+            raise NotImplementedError(problem)
+        return ExpertActionPolicy()
 
     def scripted_missing(self, task: TaskRef) -> str | None:
-        return "LIBERO has no scripted expert for this task; use --benchmark-policy=random or noop"
+        """The scripted expert covers tasks whose BDDL goal is one pick-and-place."""
+        problem = unsupported(goal_of(bddl_path(task)))
+        return f"no scripted expert: {problem}" if problem else None
