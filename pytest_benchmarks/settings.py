@@ -6,6 +6,7 @@ time, before any test is collected or any simulator is built.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -301,18 +302,19 @@ def _check_device(device: str) -> None:
         raise pytest.UsageError("--benchmark-device: cuda, but torch sees no CUDA device; use cpu")
 
 
-def _alpha(value: Any) -> float:
+def _number(
+    flag: str, value: Any, default: float | None, accept: Callable[[float], bool], expected: str
+) -> float | None:
+    """A float option; ``accept`` says which values are valid (NaN never is)."""
     if value is None:
-        return DEFAULT_ALPHA
+        return default
     try:
-        alpha = float(value)
+        number = float(value)
     except (TypeError, ValueError):
-        alpha = -1.0
-    if not 0.0 < alpha < 1.0:
-        raise pytest.UsageError(
-            f"--benchmark-alpha: {value!r} is not a level between 0 and 1 (e.g. 0.05)"
-        )
-    return alpha
+        number = math.nan
+    if not accept(number):
+        raise pytest.UsageError(f"{flag}: {value!r} is not {expected}")
+    return number
 
 
 def _indices(value: Any) -> tuple[int, ...] | None:
@@ -324,30 +326,6 @@ def _indices(value: Any) -> tuple[int, ...] | None:
             f"--benchmark-episode: {value!r} is not a list of episode indices >= 0 (e.g. 3,7)"
         )
     return tuple(sorted({int(p) for p in parts}))
-
-
-def _seconds(flag: str, value: Any, default: float) -> float:
-    if value is None:
-        return default
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        seconds = -1.0
-    if not 0 <= seconds < float("inf"):
-        raise pytest.UsageError(f"{flag}: {value!r} is not a number of seconds >= 0")
-    return seconds
-
-
-def _timeout(value: Any) -> float | None:
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        seconds = 0.0
-    if not 0 < seconds < float("inf"):
-        raise pytest.UsageError(f"--benchmark-timeout: {value!r} is not a number of seconds > 0")
-    return seconds
 
 
 def _shard(value: Any) -> tuple[int, int] | None:
@@ -425,14 +403,32 @@ def load(config: pytest.Config, check: Callable[[Path], None] | None = None) -> 
         camera_map=_camera_map(_raw(config, "--benchmark-camera-map")),
         settle_steps=_optional_integer(config, "--benchmark-settle-steps", 0),
         gate=_choice(config, "--benchmark-gate", GATE_MODES) or DEFAULT_GATE,
-        alpha=_alpha(_raw(config, "--benchmark-alpha")),
+        alpha=_number(
+            "--benchmark-alpha",
+            _raw(config, "--benchmark-alpha"),
+            DEFAULT_ALPHA,
+            lambda x: 0 < x < 1,
+            "a level between 0 and 1 (e.g. 0.05)",
+        )
+        or DEFAULT_ALPHA,
         shard=_shard(_raw(config, "--benchmark-shard")),
-        timeout=_timeout(_raw(config, "--benchmark-timeout")),
+        timeout=_number(
+            "--benchmark-timeout",
+            _raw(config, "--benchmark-timeout"),
+            None,
+            lambda x: 0 < x < math.inf,
+            "a number of seconds > 0",
+        ),
         episode_indices=_indices(_raw(config, "--benchmark-episode")),
         video=_choice(config, "--benchmark-video", VIDEO_MODES) or "none",
-        progress_s=_seconds(
-            "--benchmark-progress", _raw(config, "--benchmark-progress"), DEFAULT_PROGRESS_S
-        ),
+        progress_s=_number(
+            "--benchmark-progress",
+            _raw(config, "--benchmark-progress"),
+            DEFAULT_PROGRESS_S,
+            lambda x: 0 <= x < math.inf,
+            "a number of seconds >= 0",
+        )
+        or 0.0,
         debug=bool(config.getoption("benchmark_debug") or config.getini("benchmark_debug")),
         device=device,
     )

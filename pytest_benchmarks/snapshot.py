@@ -1,11 +1,12 @@
 """Success-rate snapshots: ``assert evaluate() == snapshot`` gates a task against its baseline.
 
 A syrupy extension stores one JSON file per task, named by the task's stable id
-(``__snapshots__/<test module>/<test>/<benchmark>/<task>.json``), never by xdist node ids, so
-workers write disjoint files and shards of one suite share a snapshot directory. It compares by
-statistics, not equality: a run fails only on a significant drop (see ``stats``). Snapshots are
-never discovered as "unused": a run that covers only some tasks (``-k``, ``--benchmark-task``, a
-CI shard) must not report or delete the others. Remove a dropped task's file by hand.
+(``__benchmark_snapshots__/<test module>/<test>/<benchmark>/<task>.json``), never by xdist
+node ids, so workers write disjoint files and shards of one suite share a snapshot directory.
+It compares by statistics, not equality: a run fails only on a significant drop (see
+``stats``). Snapshots are never discovered as "unused": a run that covers only some tasks
+(``-k``, ``--benchmark-task``, ``--benchmark-env``, a CI shard) must not report or delete the
+others. Remove a dropped task's file by hand.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]")
+#: Beside syrupy's own ``__snapshots__``, not inside it: syrupy's default extension claims every
+#: file in its directory that no extension used, and would report (and with --snapshot-update
+#: delete) the snapshots of tasks a partial run left out.
+DIRNAME = "__benchmark_snapshots__"
 UPDATE_HINT = "store it with --snapshot-update"
 
 
@@ -140,7 +145,7 @@ class BenchmarkSnapshotExtension(SingleFileSnapshotExtension):
         test = getattr(test_location.item, "originalname", test_location.methodname)
         if test_location.classname:
             test = f"{test_location.classname}.{test}"
-        return str(path.parent / str(cls.snapshot_dirname) / path.stem / test)
+        return str(path.parent / DIRNAME / path.stem / test)
 
     @classmethod
     def get_file_basename(cls, *, test_location: PyTestLocation, index: Any) -> str:

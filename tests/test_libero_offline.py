@@ -171,7 +171,9 @@ def test_rollout(evaluate):
             f"--benchmark-policy={spec}", "-rs",
         )  # fmt: skip
         result.assert_outcomes(skipped=1)
-        result.stdout.fnmatch_lines(["*libero/libero_goal/0: no scripted expert: the goal is (open *"])
+        result.stdout.fnmatch_lines(
+            ["*libero/libero_goal/0: no scripted expert: the goal is (open *"]
+        )
 
 
 def test_camera_renames_must_name_a_camera(pytester: pytest.Pytester):

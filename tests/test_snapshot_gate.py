@@ -22,7 +22,7 @@ def test_gate(evaluate, snapshot):
     assert evaluate() == snapshot
 """
 
-SNAPS = Path("__snapshots__") / "test_gate" / "test_gate" / "toy"
+SNAPS = Path("__benchmark_snapshots__") / "test_gate" / "test_gate" / "toy"
 
 
 @pytest.fixture
@@ -174,7 +174,7 @@ def test_gate(evaluate, snapshot):
     args = ["--benchmark-task=push-v3,reach-v3", "--benchmark-episodes=12"]
     args += ["--benchmark-max-steps=200", "-p", "no:cacheprovider"]
     pytester.runpytest_subprocess(*args, "--snapshot-update", "-n", "2").assert_outcomes(passed=2)
-    stored = pytester.path / "__snapshots__" / "test_mw" / "test_gate" / "metaworld"
+    stored = pytester.path / "__benchmark_snapshots__" / "test_mw" / "test_gate" / "metaworld"
     assert json.loads((stored / "push-v3.json").read_text())["successes"] == 12
 
     degraded = pytester.runpytest_subprocess(*args, "--benchmark-policy=scripted+noise:0.5")
@@ -185,3 +185,26 @@ def test_gate(evaluate, snapshot):
     reseeded = pytester.runpytest_subprocess(*args, "--benchmark-seed=2000")
     reseeded.assert_outcomes(passed=2)
     reseeded.stdout.fnmatch_lines(["*2 compared, 0 regressed*"])
+
+
+def test_snapshots_of_a_deselected_module_survive(gated: pytest.Pytester):
+    """The project's own default run: a benchmark left out by --benchmark-env keeps its tests
+    collected but deselected, and its committed snapshots must survive an update run."""
+    gated.makepyfile(
+        test_mw="""
+import pytest
+
+pytestmark = pytest.mark.benchmark_env("metaworld")
+
+def test_gate(evaluate, snapshot):
+    assert evaluate() == snapshot
+"""
+    )
+    run(gated, "--snapshot-update", "--benchmark-env=toy").assert_outcomes(passed=2, deselected=1)
+    other = gated.path / "__benchmark_snapshots__" / "test_mw" / "test_gate" / "metaworld"
+    other.mkdir(parents=True)
+    (other / "push-v3.json").write_text((gated.path / SNAPS / "walk.json").read_text())
+    result = run(gated, "--snapshot-update", "--benchmark-env=toy")
+    result.assert_outcomes(passed=2, deselected=1)
+    assert "unused" not in result.stdout.str() and "deleted" not in result.stdout.str()
+    assert (other / "push-v3.json").is_file()
