@@ -22,11 +22,12 @@ from typing import Any
 
 from pytest_benchmarks import registry, rendering, run_info
 from pytest_benchmarks.evaluation import evaluate_task
-from pytest_benchmarks.policies import EXPERT_KINDS, Policy, make_policy, parse_spec
+from pytest_benchmarks.policies import Policy, make_policy, parse_spec
 from pytest_benchmarks.registry import EnvConfig
 from pytest_benchmarks.report import build_metrics, write_atomic
 from pytest_benchmarks.results import TaskResult
 from pytest_benchmarks.settings import DEFAULT_EPISODES, DEFAULT_SEED, Settings
+from pytest_benchmarks.state import env_config
 from pytest_benchmarks.vector import LazyVectorEnv
 
 #: A policy object, a spec (``--benchmark-policy`` syntax) or a factory (config, num_envs).
@@ -88,13 +89,7 @@ def evaluate(
     for name, selected in registry.resolve(names, settings.tasks).items():
         benchmark = registry.get(name)
         for task in selected:
-            config = EnvConfig(
-                task,
-                max_steps or benchmark.default_max_steps(task),
-                seed,
-                obs=obs or benchmark.observation_modes[0],
-                privileged=isinstance(policy, str) and parse_spec(policy)[0] in EXPERT_KINDS,
-            )
+            config = env_config(settings, task)
             env = LazyVectorEnv(config, min(batch_size, episodes), sync)
             processors = benchmark.processors(config)
             try:

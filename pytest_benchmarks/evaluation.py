@@ -68,18 +68,18 @@ def evaluate_task(
         # A worker that died shows up as a broken pipe; name the process and its signal instead.
         dead = vector_env.dead_workers() if isinstance(exc, (EOFError, ConnectionError)) else None
         result.error = f"WorkerDied: {dead}" if dead else one_line(exc)
-        vector_env.close(terminate=True)
         if dead:
             raise WorkerDied(f"{task.id}: {dead}") from exc
         raise
     finally:
         result.eval_s = time.perf_counter() - started
         result.episodes.sort(key=lambda e: e.index)
+        # After a failure a worker may be dead, hung or mid-call: kill rather than ask. Closing
+        # also waits for the episodes' videos.
+        vector_env.close(terminate=result.error is not None)
         if vector_env.config.video != "none":
-            vector_env.close(terminate=result.error is not None)
             result.episodes[:] = [attach_video(vector_env, e) for e in result.episodes]
         record(result)
-    vector_env.close()
     return result
 
 

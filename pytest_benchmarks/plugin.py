@@ -13,7 +13,7 @@ import pytest
 from pytest_benchmarks import registry, settings
 from pytest_benchmarks.collector import ResultCollector
 from pytest_benchmarks.debugging import PROGRESS
-from pytest_benchmarks.policies import EXPERT_KINDS, parse_spec
+from pytest_benchmarks.policies import expert_based
 from pytest_benchmarks.registry import TaskRef
 from pytest_benchmarks.state import GATE, PENDING, STATE, SessionState, build_state, get_state
 
@@ -72,7 +72,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def _task_param(state: SessionState, task: TaskRef) -> Any:
     """A task's parameter; skipped when the policy needs a scripted expert the task lacks."""
     reason = None
-    if parse_spec(state.settings.policy)[0] in EXPERT_KINDS:
+    if expert_based(state.settings.policy):
         reason = registry.get(task.env).scripted_missing(task)
     marks = [pytest.mark.skip(reason=f"{task.id}: {reason}")] if reason else []
     return pytest.param(task, id=task.id, marks=marks)

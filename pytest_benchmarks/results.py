@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from statistics import NormalDist
 from typing import Any
 
@@ -88,20 +88,11 @@ class TaskResult:
             return check_against_snapshot(self, other)
         if not isinstance(other, TaskResult):
             return NotImplemented
-        return self._fields() == other._fields()
+        return all(
+            getattr(self, f.name) == getattr(other, f.name) for f in fields(self) if f.compare
+        )
 
     __hash__ = None  # type: ignore[assignment]
-
-    def _fields(self) -> tuple[Any, ...]:
-        return (
-            self.task,
-            self.episodes,
-            self.eval_s,
-            self.batch_size,
-            self.planned,
-            self.error,
-            self.policy,
-        )
 
     @property
     def n_episodes(self) -> int:

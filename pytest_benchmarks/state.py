@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_benchmarks import registry, rendering, settings
-from pytest_benchmarks.policies import EXPERT_KINDS, parse_spec
+from pytest_benchmarks.policies import expert_based
 from pytest_benchmarks.registry import EnvConfig, SelectionError, TaskRef
 from pytest_benchmarks.report import check_writable
 from pytest_benchmarks.results import TaskResult
@@ -46,20 +46,7 @@ class SessionState:
         return {t.id for tasks in self.selection.values() for t in tasks}
 
     def env_config(self, task: TaskRef) -> EnvConfig:
-        benchmark = registry.get(task.env)
-        s = self.settings
-        return EnvConfig(
-            task=task,
-            max_steps=s.max_steps or benchmark.default_max_steps(task),
-            seed=s.seed,
-            obs=s.obs or benchmark.observation_modes[0],
-            image_size=s.image_size,
-            settle_steps=s.settle_steps,
-            camera_map=s.camera_map,
-            video=s.video,
-            video_dir=str(s.metrics.parent / "videos"),
-            privileged=parse_spec(s.policy)[0] in EXPERT_KINDS,
-        )
+        return env_config(self.settings, task)
 
     @property
     def single_env(self) -> bool:
@@ -72,6 +59,23 @@ class SessionState:
         if self.settings.batch_size:
             return min(self.settings.batch_size, episodes)
         return auto_batch_size(episodes, max(1, self.workers))
+
+
+def env_config(s: Settings, task: TaskRef) -> EnvConfig:
+    """What a task's env needs from the run's settings (the plugin's and the API's)."""
+    benchmark = registry.get(task.env)
+    return EnvConfig(
+        task=task,
+        max_steps=s.max_steps or benchmark.default_max_steps(task),
+        seed=s.seed,
+        obs=s.obs or benchmark.observation_modes[0],
+        image_size=s.image_size,
+        settle_steps=s.settle_steps,
+        camera_map=s.camera_map,
+        video=s.video,
+        video_dir=str(s.metrics.parent / "videos"),
+        privileged=expert_based(s.policy),
+    )
 
 
 def build_state(config: pytest.Config) -> SessionState:

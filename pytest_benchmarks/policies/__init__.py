@@ -86,6 +86,15 @@ def parse_spec(spec: str) -> tuple[str, str]:
     return kind, argument
 
 
+def expert_based(spec: str) -> bool:
+    """Whether a spec acts through the benchmark's scripted expert (which may need the env to
+    compute privileged state); False for anything that is not a valid spec."""
+    try:
+        return parse_spec(spec)[0] in EXPERT_KINDS
+    except PolicySpecError:
+        return False
+
+
 def make_policy(
     spec: str,
     benchmark: Benchmark,
