@@ -16,19 +16,21 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pytest_benchmarks import registry, rendering, run_info
-from pytest_benchmarks.evaluation import evaluate_task
-from pytest_benchmarks.policies import Policy, make_policy, parse_spec
-from pytest_benchmarks.registry import EnvConfig
-from pytest_benchmarks.report import build_metrics, write_atomic
-from pytest_benchmarks.results import TaskResult
-from pytest_benchmarks.settings import DEFAULT_EPISODES, DEFAULT_SEED, Settings
-from pytest_benchmarks.state import env_config
-from pytest_benchmarks.vector import LazyVectorEnv
+from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.policy import Policy
+from pytest_benchmarks.core.results import TaskResult
+from pytest_benchmarks.core.settings import DEFAULT_EPISODES, DEFAULT_SEED
+from pytest_benchmarks.core.tasks import EnvConfig
+from pytest_benchmarks.engine.evaluation import evaluate_task
+from pytest_benchmarks.engine.vector import LazyVectorEnv, auto_batch_size
+from pytest_benchmarks.metrics import run_info
+from pytest_benchmarks.metrics.document import build_metrics, write_metrics
+from pytest_benchmarks.plugin import validation
+from pytest_benchmarks.policies import make_policy
 
 #: A policy object, a spec (``--benchmark-policy`` syntax) or a factory (config, num_envs).
 PolicyLike = Policy | str | Callable[[EnvConfig, int], Policy]
@@ -62,35 +64,36 @@ def evaluate(
     ``metrics`` when given (atomically, rewritten after every task).
     """
     names = [benchmarks] if isinstance(benchmarks, str) else list(benchmarks)
-    for name in names:
-        problem = registry.get(name).missing()
-        if problem:
-            raise RuntimeError(problem)
     spec = policy if isinstance(policy, str) else "object"
-    if isinstance(policy, str):
-        parse_spec(policy)
-    rendering.choose_backend()
-    settings = Settings(
-        envs=tuple(names),
-        tasks=tuple(tasks) if tasks else None,
-        episodes=episodes,
-        batch_size=batch_size,
-        sync=sync,
-        seed=seed,
+    raw = {
+        "--benchmark-env": ",".join(names),
+        "--benchmark-task": ",".join(tasks) if tasks else None,
+        "--benchmark-episodes": episodes,
+        "--benchmark-batch-size": batch_size,
+        "--benchmark-sync": sync,
+        "--benchmark-seed": seed,
+        "--benchmark-policy": policy if isinstance(policy, str) else None,
+        "--benchmark-max-steps": max_steps,
+        "--benchmark-obs": obs,
+        "--benchmark-device": device,
+        "--benchmark-metrics": str(metrics) if metrics else "metrics.json",
+    }
+    # The plugin's own validation: the same one-line errors (validation.OptionError, a ValueError).
+    settings = replace(
+        validation.settings({k: v for k, v in raw.items() if v is not None}, Path.cwd()),
         policy=spec,
-        max_steps=max_steps,
-        metrics=Path(metrics) if metrics else Path("metrics.json"),
-        obs=obs,
-        device=device,
+        batch_size=batch_size,
     )
+    selection = validation.select(settings).tasks
+    slots = min(batch_size, episodes) if batch_size else auto_batch_size(episodes)
     started = time.time()
     static = run_info.static_info(list(sys.argv), Path.cwd())
     out = Evaluation()
-    for name, selected in registry.resolve(names, settings.tasks).items():
-        benchmark = registry.get(name)
+    for name, selected in selection.items():
+        benchmark = catalog.get(name)
         for task in selected:
-            config = env_config(settings, task)
-            env = LazyVectorEnv(config, min(batch_size, episodes), sync)
+            config = settings.env_config(task)
+            env = LazyVectorEnv(config, slots, sync)
             processors = benchmark.processors(config)
             try:
                 if isinstance(policy, str):
@@ -110,9 +113,9 @@ def evaluate(
             run = run_info.run_block(static, settings, 0, started, True, None)
             out.metrics = build_metrics(out.results, run, spec)
             if metrics:
-                write_atomic(Path(metrics), out.metrics)
+                write_metrics(Path(metrics), out.metrics)
     run = run_info.run_block(static, settings, 0, started, False, 0)
     out.metrics = build_metrics(out.results, run, spec)
     if metrics:
-        write_atomic(Path(metrics), out.metrics)
+        write_metrics(Path(metrics), out.metrics)
     return out

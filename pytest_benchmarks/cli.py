@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_benchmarks.report import build_metrics, load_results, schema, write_atomic
-from pytest_benchmarks.results import TaskResult
-from pytest_benchmarks.stats import MODES, compare_results
+from pytest_benchmarks.core.results import TaskResult
+from pytest_benchmarks.core.settings import GATE_MODES
+from pytest_benchmarks.metrics.document import build_metrics, load_results, schema, write_metrics
+from pytest_benchmarks.metrics.stats import compare_results
 
 #: Run settings that must agree for shards to form one run.
 SHARED_SETTINGS = ("seed", "episodes", "policy", "max_steps", "obs", "image_size", "settle_steps")
@@ -107,7 +108,7 @@ def compare_runs(
 
 def report(args: argparse.Namespace) -> int:
     """Write the Markdown table (and the chart); exit 0, the gate is ``compare``'s job."""
-    from pytest_benchmarks.report_views import chart, markdown
+    from pytest_benchmarks.metrics.views import chart, markdown
 
     results = load_results(load(args.run))
     baseline = load_results(load(args.baseline)) if args.baseline else None
@@ -132,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     compare_cmd.add_argument("old", type=Path, metavar="OLD.json")
     compare_cmd.add_argument("new", type=Path, metavar="NEW.json")
     compare_cmd.add_argument("--alpha", type=float, default=0.05)
-    compare_cmd.add_argument("--gate", choices=MODES, default="stat")
+    compare_cmd.add_argument("--gate", choices=GATE_MODES, default="stat")
     report_cmd = commands.add_parser("report", help="Markdown table and PNG chart of a run")
     report_cmd.add_argument("run", type=Path, metavar="RUN.json")
     report_cmd.add_argument("--baseline", type=Path, metavar="OLD.json")
@@ -144,7 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "merge":
             document = merge(args.inputs)
-            write_atomic(args.output, document)
+            write_metrics(args.output, document)
             print(
                 f"merged {len(args.inputs)} files, {len(document['results'])} tasks: {args.output}"
             )

@@ -15,7 +15,8 @@ import jsonschema
 import pytest
 from conftest import read_metrics
 
-from pytest_benchmarks.report import schema, write_atomic
+from pytest_benchmarks.metrics.document import schema
+from pytest_benchmarks.metrics.document import write_metrics as write_atomic
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:

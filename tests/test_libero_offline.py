@@ -10,12 +10,12 @@ import sys
 import numpy as np
 import pytest
 
-from pytest_benchmarks import registry
+from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.envs import libero as lib
-from pytest_benchmarks.registry import EnvConfig
 
 pytestmark = pytest.mark.skipif(
-    registry.get("libero").missing() is not None, reason="pytest-benchmarks[libero] not installed"
+    catalog.get("libero").missing() is not None, reason="pytest-benchmarks[libero] not installed"
 )
 
 
@@ -65,7 +65,7 @@ def test_every_suite_matches_libero_and_has_50_initial_states():
     prepare()
     from libero.libero import benchmark
 
-    ours = registry.get("libero")
+    ours = catalog.get("libero")
     for suite in ("libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90"):
         theirs = benchmark.get_benchmark_dict()[suite]()
         tasks = ours.select([suite])
@@ -83,7 +83,7 @@ def test_every_suite_matches_libero_and_has_50_initial_states():
 def test_processors_state_camera_names_and_orientation():
     from robosuite.utils.transform_utils import quat2axisangle
 
-    task = registry.get("libero").select(["libero_spatial/0"])[0]
+    task = catalog.get("libero").select(["libero_spatial/0"])[0]
     config = EnvConfig(task, 10, 0, obs="pixels", image_size=(6, 4),
                        camera_map=(("agentview", "camera1"), ("robot0_eye_in_hand_image", "camera2")))  # fmt: skip
     rng = np.random.default_rng(0)
@@ -98,7 +98,7 @@ def test_processors_state_camera_names_and_orientation():
         "agentview_image": image,
         "robot0_eye_in_hand_image": image[:, :, :, ::-1],
     }
-    processors = registry.get("libero").processors(config)
+    processors = catalog.get("libero").processors(config)
     batch = processors(raw)
     processors.check(batch, 3)
     assert sorted(batch) == [
@@ -117,7 +117,7 @@ def test_processors_state_camera_names_and_orientation():
 
 
 def test_rendered_steps_give_both_images():
-    task = registry.get("libero").select(["libero_object/0"])[0]
+    task = catalog.get("libero").select(["libero_object/0"])[0]
     config = EnvConfig(task, 10, 0, obs="pixels", image_size=(64, 64), settle_steps=2)
     env = lib.LiberoTaskEnv(config)
     try:
@@ -192,7 +192,7 @@ def test_scripted_expert_covers_pick_and_place_goals_from_bddl():
     from pytest_benchmarks.envs.libero import bddl_path
     from pytest_benchmarks.envs.libero_expert import goal_of
 
-    benchmark = registry.get("libero")
+    benchmark = catalog.get("libero")
     spatial = benchmark.select(["libero_spatial/0"])[0]
     assert goal_of(bddl_path(spatial)) == [("on", "akita_black_bowl_1", "plate_1")]
     covered = {
@@ -215,7 +215,7 @@ def test_scripted_expert_succeeds_through_pytest(pytester: pytest.Pytester):
     pytester.makepyfile(
         """
 import pytest
-from pytest_benchmarks.checks import check_success_rate
+from pytest_benchmarks.plugin.checks import check_success_rate
 
 pytestmark = pytest.mark.benchmark_env("libero")
 

@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 from conftest import outcomes, read_metrics
 
-from pytest_benchmarks.report import schema
+from pytest_benchmarks.metrics.document import schema
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:

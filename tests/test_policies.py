@@ -15,10 +15,9 @@ import torch._dynamo
 from conftest import TOY_CONFTEST, outcomes, read_metrics
 
 from pytest_benchmarks.api import evaluate
+from pytest_benchmarks.core.features import Feature, FeatureMismatch, check_features
 from pytest_benchmarks.policies.chunking import ChunkQueues
-from pytest_benchmarks.policies.features import FeatureMismatch, check_features
 from pytest_benchmarks.policies.torch_policy import MLPPolicy, TorchPolicy, save_policy
-from pytest_benchmarks.processors import Feature
 
 # torch._dynamo is imported here, not lazily by the first optimiser step: pytester unloads the
 # modules a test imports, and torch cannot register its operators a second time.

@@ -5,18 +5,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_benchmarks import registry
-from pytest_benchmarks.evaluation import evaluate_task
+from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.results import TaskResult
+from pytest_benchmarks.core.tasks import EnvConfig
+from pytest_benchmarks.engine.evaluation import evaluate_task
+from pytest_benchmarks.engine.vector import LazyVectorEnv, SlotEnv
 from pytest_benchmarks.policies import make_policy
-from pytest_benchmarks.registry import EnvConfig
-from pytest_benchmarks.results import TaskResult
-from pytest_benchmarks.vector import LazyVectorEnv, SlotEnv
 
 
 def _evaluate(
     name: str, task: str, spec: str, batch: int, sync: bool, episodes: int, max_steps: int
 ) -> TaskResult:
-    benchmark = registry.get(name)
+    benchmark = catalog.get(name)
     ref = benchmark.select([task])[0]
     config = EnvConfig(ref, max_steps, 1000)
     env = LazyVectorEnv(config, batch, sync)
@@ -59,7 +59,7 @@ def test_noop_policy_never_succeeds_and_runs_to_the_limit():
 
 
 def test_a_finished_slot_never_steps_its_simulator_past_the_end():
-    benchmark = registry.get("metaworld")
+    benchmark = catalog.get("metaworld")
     task = benchmark.select(["reach-v3"])[0]
     slot = SlotEnv(type(benchmark), EnvConfig(task, 5, 0), 0)
     assert slot._env is None  # no simulator until the first reset
@@ -79,7 +79,7 @@ def test_a_finished_slot_never_steps_its_simulator_past_the_end():
 def test_feature_mismatch_fails_the_task():
     import toybench
 
-    benchmark = registry.get("toy")
+    benchmark = catalog.get("toy")
     task = benchmark.select(["walk"])[0]
     processors = benchmark.processors(EnvConfig(task, 10, 0))
     processors.features["observation.state"] = toybench.Feature((3,), "float32")
@@ -97,7 +97,7 @@ def test_feature_mismatch_fails_the_task():
 
 
 def test_metaworld_pixels_render_corner2_upright_beside_the_state():
-    benchmark = registry.get("metaworld")
+    benchmark = catalog.get("metaworld")
     task = benchmark.select(["reach-v3"])[0]
     config = EnvConfig(task, 3, 0, obs="pixels", image_size=(48, 64),
                        camera_map=(("corner2", "camera1"),))  # fmt: skip

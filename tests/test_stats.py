@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_benchmarks import registry
-from pytest_benchmarks.evaluation import evaluate_task
-from pytest_benchmarks.policies import PolicySpecError, make_policy, parse_spec
-from pytest_benchmarks.registry import EnvConfig
-from pytest_benchmarks.results import EpisodeRecord
-from pytest_benchmarks.stats import compare, fisher_lower, mcnemar_lower
-from pytest_benchmarks.vector import LazyVectorEnv
+from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.policy_spec import PolicySpecError, parse_spec
+from pytest_benchmarks.core.results import EpisodeRecord
+from pytest_benchmarks.core.tasks import EnvConfig
+from pytest_benchmarks.engine.evaluation import evaluate_task
+from pytest_benchmarks.engine.vector import LazyVectorEnv
+from pytest_benchmarks.metrics.stats import compare, fisher_lower, mcnemar_lower
+from pytest_benchmarks.policies import make_policy
 
 
 def episodes(outcomes, seed_offset=0):
@@ -91,7 +92,7 @@ def test_noise_policy_spec():
 
 
 def _run(spec: str, seed: int, batch: int = 1, episodes_: int = 12, task: str = "push-v3"):
-    benchmark = registry.get("metaworld")
+    benchmark = catalog.get("metaworld")
     ref = benchmark.select([task])[0]
     config = EnvConfig(ref, 200, seed)
     env = LazyVectorEnv(config, batch, True)

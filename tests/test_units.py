@@ -9,12 +9,14 @@ import metaworld.env_dict
 import pytest
 from scipy.stats import binomtest
 
-from pytest_benchmarks import registry
-from pytest_benchmarks.plan import plan_episodes
-from pytest_benchmarks.registry import SelectionError
-from pytest_benchmarks.report import build_metrics, check_writable, write_atomic
-from pytest_benchmarks.results import EpisodeRecord, TaskResult, wilson_interval
-from pytest_benchmarks.vector import auto_batch_size
+from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.files import check_writable
+from pytest_benchmarks.core.plan import plan_episodes
+from pytest_benchmarks.core.results import EpisodeRecord, TaskResult, wilson_interval
+from pytest_benchmarks.core.tasks import SelectionError
+from pytest_benchmarks.engine.vector import auto_batch_size
+from pytest_benchmarks.metrics.document import build_metrics
+from pytest_benchmarks.metrics.document import write_metrics as write_atomic
 
 
 @pytest.mark.parametrize(
@@ -28,14 +30,14 @@ def test_wilson_matches_scipy(k, n):
 
 
 def test_metaworld_tasks_match_the_installed_package():
-    mw = registry.get("metaworld")
+    mw = catalog.get("metaworld")
     assert [t.task for t in mw.tasks()] == list(metaworld.env_dict.ALL_V3_ENVIRONMENTS)
     assert mw.groups()["MT10"] == list(metaworld.env_dict.MT10_V3)
     assert all(t.description.endswith(".") for t in mw.tasks())
 
 
 def test_selection_spellings_groups_and_order():
-    mw = registry.get("metaworld")
+    mw = catalog.get("metaworld")
     assert [t.id for t in mw.select(["metaworld-push-v3", "metaworld/reach-v3", "push-v3"])] == [
         "metaworld/push-v3",
         "metaworld/reach-v3",
@@ -48,11 +50,11 @@ def test_selection_spellings_groups_and_order():
     ):
         mw.select(["pussh-v3"])
     with pytest.raises(SelectionError, match=r"unknown benchmark 'nope'; valid: (.*, )?metaworld"):
-        registry.get("nope")
+        catalog.get("nope")
 
 
 def test_episode_plan_depends_on_seed_and_index_only():
-    mw = registry.get("metaworld")
+    mw = catalog.get("metaworld")
     task = mw.select(["push-v3"])[0]
     plan = plan_episodes(mw, task, 7, [0, 1, 49, 50, 123])
     assert [(e.index, e.seed, e.init_state) for e in plan] == [
@@ -74,7 +76,7 @@ def test_auto_batch_size(episodes, workers, cpus, expected):
 
 
 def _result(successes: list[bool], error: str | None = None) -> TaskResult:
-    task = registry.get("metaworld").select(["push-v3"])[0]
+    task = catalog.get("metaworld").select(["push-v3"])[0]
     episodes = [
         EpisodeRecord(i, 100 + i, i, s, 10 + i, 1.5 * i, 0.5, 0.01) for i, s in enumerate(successes)
     ]
@@ -103,7 +105,7 @@ def test_task_result_row_round_trip_and_aggregates():
 def test_metrics_document_validates_and_aggregates(tmp_path):
     import jsonschema
 
-    from pytest_benchmarks.report import schema
+    from pytest_benchmarks.metrics.document import schema
 
     document = build_metrics(
         [_result([True, True]), _result([], error="ValueError: boom")], _run(), "scripted"
@@ -150,7 +152,7 @@ def test_check_writable(tmp_path):
 
 
 def test_task_scheduling_groups_by_task(pytester):
-    from pytest_benchmarks.scheduling import TaskScheduling
+    from pytest_benchmarks.plugin.scheduling import TaskScheduling
 
     config = pytester.parseconfig("--tx=2*popen")
     scheduler = TaskScheduling(config, None, ["a/x", "a/x-y", "metaworld/push-v3"])
@@ -166,10 +168,10 @@ def test_task_scheduling_groups_by_task(pytester):
 
 
 def test_rollout_checks_name_what_broke():
-    from pytest_benchmarks.checks import check_rollout, check_success_rate
-    from pytest_benchmarks.registry import EnvConfig
+    from pytest_benchmarks.core.tasks import EnvConfig
+    from pytest_benchmarks.plugin.checks import check_rollout, check_success_rate
 
-    mw = registry.get("metaworld")
+    mw = catalog.get("metaworld")
     task = mw.select(["push-v3"])[0]
     config = EnvConfig(task, 20, 0)
     processors = mw.processors(config)

@@ -14,8 +14,11 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from pytest_benchmarks.processors import EnvProcessors, Feature, state_vector
-from pytest_benchmarks.registry import Benchmark, EnvConfig, TaskRef, register
+from pytest_benchmarks.core.benchmark import Benchmark
+from pytest_benchmarks.core.catalog import register
+from pytest_benchmarks.core.features import Feature
+from pytest_benchmarks.core.processors import EnvProcessors, state_vector
+from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
 
 TASKS = {
     "walk": "Walk to the end of the corridor.",

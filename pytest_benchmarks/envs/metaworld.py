@@ -16,15 +16,12 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from pytest_benchmarks.core.benchmark import Benchmark
+from pytest_benchmarks.core.catalog import register
+from pytest_benchmarks.core.features import Feature
+from pytest_benchmarks.core.processors import Batch, EnvProcessors, camera_renames, state_vector
+from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
 from pytest_benchmarks.envs.metaworld_tasks import DESCRIPTIONS, GROUPS
-from pytest_benchmarks.processors import (
-    Batch,
-    EnvProcessors,
-    Feature,
-    camera_renames,
-    state_vector,
-)
-from pytest_benchmarks.registry import Benchmark, EnvConfig, TaskRef, register
 
 N_GOALS = 50
 MAX_STEPS = 500

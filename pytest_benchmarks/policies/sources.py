@@ -9,12 +9,12 @@ import importlib.util
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_benchmarks.policies.features import check_features
+from pytest_benchmarks.core.features import check_features
 
 if TYPE_CHECKING:
-    from pytest_benchmarks.policies import Policy
-    from pytest_benchmarks.processors import Feature
-    from pytest_benchmarks.registry import EnvConfig
+    from pytest_benchmarks.core.features import Feature
+    from pytest_benchmarks.core.policy import Policy
+    from pytest_benchmarks.core.tasks import EnvConfig
 
 
 class PolicySourceError(ValueError):
@@ -101,7 +101,7 @@ def hub_policy(
 
 def module_policy(argument: str, config: EnvConfig, num_envs: int) -> Policy:
     """``package.module:factory``; ``factory(config, num_envs)`` returns the policy."""
-    from pytest_benchmarks.policies import Policy
+    from pytest_benchmarks.core.policy import Policy
 
     module_name, _, factory_name = argument.partition(":")
     try:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_benchmarks.results import TaskResult, wilson_interval
-from pytest_benchmarks.stats import Comparison, compare_results, rate_text
+from pytest_benchmarks.core.results import TaskResult, rate_text, wilson_interval
+from pytest_benchmarks.metrics.stats import Comparison, compare_results
 
 
 def _cell(result: TaskResult | None) -> str:

@@ -21,9 +21,10 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 
-from pytest_benchmarks import registry
-from pytest_benchmarks.registry import Benchmark, EnvConfig
-from pytest_benchmarks.video import VideoRecorder
+from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.benchmark import Benchmark
+from pytest_benchmarks.core.tasks import EnvConfig
+from pytest_benchmarks.engine.video import VideoRecorder
 
 MAX_AUTO_BATCH = 64
 
@@ -122,7 +123,7 @@ def make_vector_env(config: EnvConfig, num_envs: int, sync: bool = False) -> Vec
 
     Forkserver rather than fork: a worker never inherits the parent's simulator or GL state.
     """
-    benchmark = type(registry.get(config.task.env))
+    benchmark = type(catalog.get(config.task.env))
     fns = [partial(SlotEnv, benchmark, config, slot) for slot in range(num_envs)]
     if num_envs == 1 or sync:
         return SyncVectorEnv(fns, copy=False, autoreset_mode=AutoresetMode.DISABLED)
@@ -139,10 +140,6 @@ class LazyVectorEnv:
         self.num_envs = num_envs
         self.sync = sync or num_envs == 1
         self._env: VectorEnv | None = None
-
-    @property
-    def started(self) -> bool:
-        return self._env is not None
 
     def get(self) -> VectorEnv:
         if self._env is None:

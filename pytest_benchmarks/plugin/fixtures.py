@@ -10,22 +10,21 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from pytest_benchmarks import registry
-from pytest_benchmarks.debugging import (
-    ProgressReporter,
-    StepTraceFile,
-    rerun_command,
-    trace_path,
-)
-from pytest_benchmarks.evaluation import evaluate_task
-from pytest_benchmarks.policies import Policy, make_policy
-from pytest_benchmarks.policies.features import FeatureMismatch
+from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.features import FeatureMismatch
+from pytest_benchmarks.core.policy import Policy
+from pytest_benchmarks.core.processors import EnvProcessors
+from pytest_benchmarks.core.results import TaskResult
+from pytest_benchmarks.core.tasks import TaskRef
+from pytest_benchmarks.engine.evaluation import evaluate_task
+from pytest_benchmarks.engine.trace import StepTraceFile, trace_path
+from pytest_benchmarks.engine.vector import LazyVectorEnv
+from pytest_benchmarks.plugin.gate import GatedResult
+from pytest_benchmarks.plugin.progress import ProgressReporter
+from pytest_benchmarks.plugin.rerun import rerun_command
+from pytest_benchmarks.plugin.session import PENDING, get_state
+from pytest_benchmarks.policies import make_policy
 from pytest_benchmarks.policies.sources import PolicySourceError
-from pytest_benchmarks.processors import EnvProcessors
-from pytest_benchmarks.registry import TaskRef
-from pytest_benchmarks.results import TaskResult
-from pytest_benchmarks.state import PENDING, get_state
-from pytest_benchmarks.vector import LazyVectorEnv
 
 
 @pytest.fixture
@@ -43,7 +42,7 @@ def benchmark_task(request: pytest.FixtureRequest) -> TaskRef:
 def env_processors(request: pytest.FixtureRequest, benchmark_task: TaskRef) -> EnvProcessors:
     """Observation transforms from the task's env to the policy batch."""
     config = get_state(request.config).env_config(benchmark_task)
-    return registry.get(benchmark_task.env).processors(config)
+    return catalog.get(benchmark_task.env).processors(config)
 
 
 @pytest.fixture
@@ -71,7 +70,7 @@ def policy(
     """The policy named by ``--benchmark-policy``, built for this task's slots; a learned one is
     checked against the env's features here, before any episode runs."""
     settings = get_state(request.config).settings
-    benchmark = registry.get(benchmark_task.env)
+    benchmark = catalog.get(benchmark_task.env)
     try:
         return make_policy(
             settings.policy,
@@ -92,8 +91,9 @@ def evaluate(
     vector_env: LazyVectorEnv,
     policy: Policy,
     env_processors: EnvProcessors,
-) -> Callable[[], TaskResult]:
-    """Call to run the task's planned episodes (once per session) and get its TaskResult.
+) -> Callable[[], GatedResult]:
+    """Call to run the task's planned episodes (once per session) and get its TaskResult
+    (``assert evaluate() == snapshot`` gates it against its snapshot).
 
     The result is recorded for the run's metrics JSON; a failed rollout fails every test of the
     task, the first with the original traceback.
@@ -106,30 +106,35 @@ def evaluate(
         state.cache[benchmark_task.id] = result
         request.node.stash[PENDING] = result
 
-    def run() -> TaskResult:
+    def rollout() -> TaskResult:
+        settings = state.settings
+        tracer = (
+            StepTraceFile(trace_path(settings.metrics, benchmark_task)) if settings.debug else None
+        )
+        try:
+            return evaluate_task(
+                vector_env,
+                policy,
+                env_processors,
+                settings.seed,
+                settings.indices,
+                record,
+                settings.timeout,
+                ProgressReporter(request.node, settings.progress_s),
+                tracer,
+            )
+        finally:
+            if tracer is not None:
+                tracer.close()
+
+    def run() -> GatedResult:
         cached = state.cache.get(benchmark_task.id)
         if cached is None:
-            settings = state.settings
-            tracer = StepTraceFile(trace_path(settings, benchmark_task)) if settings.debug else None
-            try:
-                return evaluate_task(
-                    vector_env,
-                    policy,
-                    env_processors,
-                    settings.seed,
-                    settings.indices,
-                    record,
-                    settings.timeout,
-                    ProgressReporter(request.node, settings.progress_s),
-                    tracer,
-                )
-            finally:
-                if tracer is not None:
-                    tracer.close()
+            return GatedResult.of(rollout())
         if cached.error:
             pytest.fail(
                 f"{benchmark_task.id} failed earlier in this session: {cached.error}", pytrace=False
             )
-        return cached
+        return GatedResult.of(cached)
 
     return run

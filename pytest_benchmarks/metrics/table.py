@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pytest_benchmarks.results import TaskResult, wilson_interval
+from pytest_benchmarks.core.results import TaskResult, wilson_interval
 
 
 def _rate(successes: int, n: int) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_benchmarks.registry import EnvConfig
+from pytest_benchmarks.core.tasks import EnvConfig
 
 FPS = 30
 

@@ -4,6 +4,12 @@ A task's episodes run once per session and every test of the task reads that res
 tests must share a worker. This is xdist's LoadScopeScheduling with the scope taken from the
 task id in the test id (``test_x[metaworld/push-v3]`` -> ``metaworld/push-v3``); tests without
 a task keep one scope each, as under plain ``--dist load``.
+
+Two methods are overridden, as xdist's ``LoadGroupScheduling`` overrides ``_split_scope``:
+``_split_scope`` (the intended override point: what a scope is) and ``remove_node`` (what
+happens to a crashed worker's work). The latter reads ``workqueue`` and ``assigned_work``, which
+LoadScopeScheduling documents, and calls its ``_reschedule``; the ``test`` extra bounds
+pytest-xdist below 4 for that reason.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from typing import Any
 import pytest
 from xdist.scheduler import LoadScopeScheduling
 
-from pytest_benchmarks.registry import task_of_nodeid
+from pytest_benchmarks.plugin.nodeids import task_of_nodeid
 
 
 class TaskScheduling(LoadScopeScheduling):

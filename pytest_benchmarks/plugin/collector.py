@@ -12,18 +12,22 @@ from typing import Any
 
 import pytest
 
-from pytest_benchmarks import run_info
-from pytest_benchmarks.debugging import progress_line
-from pytest_benchmarks.registry import task_of_nodeid
-from pytest_benchmarks.report import build_metrics, write_atomic
-from pytest_benchmarks.results import TaskResult
-from pytest_benchmarks.state import SessionState
-from pytest_benchmarks.summary import table
-from pytest_benchmarks.vector import describe_exit
+from pytest_benchmarks.core.results import TaskResult
+from pytest_benchmarks.engine.vector import describe_exit
+from pytest_benchmarks.metrics.document import build_metrics, write_metrics
+from pytest_benchmarks.metrics.run_info import run_block, static_info
+from pytest_benchmarks.metrics.table import table
+from pytest_benchmarks.plugin.nodeids import task_of_nodeid
+from pytest_benchmarks.plugin.progress import progress_line
+from pytest_benchmarks.plugin.session import SessionState
 
 
 def worker_exit(worker: Any) -> str:
-    """How an xdist worker process ended (``killed by SIGKILL``), as far as execnet tells."""
+    """How an xdist worker process ended (``killed by SIGKILL``), as far as execnet tells.
+
+    execnet has no public exit status for a popen gateway; its process handle is read where it
+    is (``gateway._io.popen``), and any other gateway, or another execnet layout, says "crashed".
+    """
     popen = getattr(getattr(getattr(worker, "gateway", None), "_io", None), "popen", None)
     try:
         code = popen.wait(timeout=5) if popen is not None else None
@@ -40,6 +44,7 @@ class ResultCollector:
         self.state = state
         #: The snapshot gate's verdicts, by test node id.
         self.verdicts: dict[str, dict[str, Any]] = {}
+        self.static: dict[str, Any] | None = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         progress = getattr(report, "benchmark_progress", None)
@@ -111,9 +116,17 @@ class ResultCollector:
     def write(self, partial: bool, exitstatus: int | None) -> None:
         if not self.state.results:
             return
-        run = run_info.collect(self.config, self.state, partial=partial, exitstatus=exitstatus)
+        if self.static is None:
+            # What cannot change during the session (arguments, commit, versions): once.
+            self.static = static_info(
+                list(self.config.invocation_params.args), self.config.rootpath
+            )
+        state = self.state
+        run = run_block(
+            self.static, state.settings, state.workers, state.started_at, partial, exitstatus
+        )
         document = build_metrics(self.state.results.values(), run, self.state.settings.policy)
-        write_atomic(self.state.settings.metrics, document)
+        write_metrics(self.state.settings.metrics, document)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         state = self.state

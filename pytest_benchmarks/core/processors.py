@@ -14,22 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from pytest_benchmarks.core.features import Feature, FeatureMismatch
+
 Batch = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Feature:
-    """Shape (without the batch dimension) and dtype of one processed observation feature."""
-
-    shape: tuple[int, ...]
-    dtype: str
-
-    def describe(self) -> str:
-        return f"{self.dtype}{list(self.shape)}"
-
-
-class FeatureMismatch(ValueError):
-    """A processed observation that does not match the declared features."""
 
 
 @dataclass

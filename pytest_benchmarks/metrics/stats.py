@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_benchmarks.results import EpisodeRecord, TaskResult, wilson_interval
-
-MODES = ("stat", "exact", "off")
+from pytest_benchmarks.core.results import EpisodeRecord, TaskResult, rate_text
+from pytest_benchmarks.core.settings import GATE_MODES
 
 
 def fisher_lower(base_successes: int, base_n: int, new_successes: int, new_n: int) -> float:
@@ -40,13 +39,6 @@ def mcnemar_lower(lost: int, gained: int) -> float:
     from scipy.stats import binomtest
 
     return float(binomtest(lost, lost + gained, 0.5, alternative="greater").pvalue)
-
-
-def rate_text(successes: int, n: int) -> str:
-    """``48/50 (96%, 87–99)``: count, rate and 95% Wilson interval."""
-    low, high = wilson_interval(successes, n)
-    pct = 100.0 * successes / n if n else 0.0
-    return f"{successes}/{n} ({pct:.0f}%, {low:.0f}–{high:.0f})"
 
 
 @dataclass(frozen=True)
@@ -99,8 +91,8 @@ def compare(
     baseline and fails now is a regression; for deterministic runs, so every new episode must be
     one of the baseline's), ``off`` (never a regression).
     """
-    if mode not in MODES:
-        raise ValueError(f"unknown gate mode {mode!r}; valid: {', '.join(MODES)}")
+    if mode not in GATE_MODES:
+        raise ValueError(f"unknown gate mode {mode!r}; valid: {', '.join(GATE_MODES)}")
     base_k = sum(e.success for e in baseline)
     new_k = sum(e.success for e in new)
     by_key = {_key(e): e.success for e in baseline}

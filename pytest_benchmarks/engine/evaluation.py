@@ -9,15 +9,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from pytest_benchmarks import registry
-from pytest_benchmarks.deadline import time_limit
-from pytest_benchmarks.plan import plan_episodes
-from pytest_benchmarks.policies import Policy
-from pytest_benchmarks.processors import EnvProcessors
-from pytest_benchmarks.results import EpisodeRecord, TaskResult
-from pytest_benchmarks.rollout import StepTrace, run_episodes
-from pytest_benchmarks.vector import LazyVectorEnv
-from pytest_benchmarks.video import error_path, video_path
+from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.plan import plan_episodes
+from pytest_benchmarks.core.policy import Policy
+from pytest_benchmarks.core.processors import EnvProcessors
+from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
+from pytest_benchmarks.engine.deadline import time_limit
+from pytest_benchmarks.engine.rollout import StepTrace, run_episodes
+from pytest_benchmarks.engine.vector import LazyVectorEnv
+from pytest_benchmarks.engine.video import error_path, video_path
 
 
 class WorkerDied(RuntimeError):
@@ -50,7 +50,7 @@ def evaluate_task(
     for the episodes' videos.
     """
     task = vector_env.config.task
-    plan = plan_episodes(registry.get(task.env), task, seed, episodes)
+    plan = plan_episodes(catalog.get(task.env), task, seed, episodes)
     result = TaskResult(
         task, batch_size=vector_env.num_envs, planned=len(plan), policy=policy.identity()
     )

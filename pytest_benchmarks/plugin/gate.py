@@ -1,4 +1,7 @@
-"""Success-rate snapshots: ``assert evaluate() == snapshot`` gates a task against its baseline.
+"""The regression gate: ``assert evaluate() == snapshot`` judges a task against its baseline.
+
+``evaluate()`` returns a GatedResult, a TaskResult whose comparison with syrupy's ``snapshot``
+fixture is handed to ``check_against_snapshot``; TaskResult itself stays plain data.
 
 A syrupy extension stores one JSON file per task, named by the task's stable id
 (``__benchmark_snapshots__/<test module>/<test>/<benchmark>/<task>.json``), never by xdist
@@ -12,25 +15,22 @@ others. Remove a dropped task's file by hand.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
+from syrupy.assertion import SnapshotAssertion
 from syrupy.data import SnapshotCollection, SnapshotCollections
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 from syrupy.location import PyTestLocation
 
-from pytest_benchmarks.registry import TaskRef
-from pytest_benchmarks.results import EpisodeRecord, TaskResult
-from pytest_benchmarks.state import GATE, get_state
-from pytest_benchmarks.stats import Comparison, compare
-
-if TYPE_CHECKING:
-    from syrupy.assertion import SnapshotAssertion
+from pytest_benchmarks.core.files import write_atomic
+from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
+from pytest_benchmarks.core.tasks import TaskRef
+from pytest_benchmarks.metrics.stats import Comparison, compare
+from pytest_benchmarks.plugin.session import GATE, get_state
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]")
 #: Beside syrupy's own ``__snapshots__``, not inside it: syrupy's default extension claims every
@@ -170,16 +170,8 @@ class BenchmarkSnapshotExtension(SingleFileSnapshotExtension):
         cls, *, snapshot_collection: SnapshotCollection, name_order: Any = None
     ) -> None:
         """Replace the file atomically: a concurrent reader sees the old or the new snapshot."""
-        target = Path(snapshot_collection.location)
         data = next(iter(snapshot_collection)).data
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(str(data))
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(Path(snapshot_collection.location), str(data))
 
     def matches(self, *, serialized_data: Any, snapshot_data: Any) -> bool:
         ctx = self.context
@@ -259,3 +251,18 @@ def check_against_snapshot(result: TaskResult, assertion: SnapshotAssertion) -> 
     if extension.comparison is not None:
         pytest.fail(f"{extension.comparison.line()} (if intended, {UPDATE_HINT})", pytrace=False)
     pytest.fail(f"{result.task.id}: no snapshot at {where}; {UPDATE_HINT}", pytrace=False)
+
+
+class GatedResult(TaskResult):
+    """A TaskResult that, compared with syrupy's ``snapshot``, asks the gate for its verdict."""
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SnapshotAssertion):
+            return check_against_snapshot(self, other)
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @classmethod
+    def of(cls, result: TaskResult) -> GatedResult:
+        return cls(**{f.name: getattr(result, f.name) for f in fields(result)})

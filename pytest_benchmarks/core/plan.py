@@ -1,8 +1,8 @@
 """The episode plan: which seed and initial state each episode index uses.
 
 Episode i of a task gets seed ``base_seed + i`` and the benchmark's initial state for i, whatever
-the batch size, worker count, shard or order (DESIGN.md invariant 1), so a deterministic policy
-produces the same per-episode outcome in every configuration and any episode can be rerun alone.
+the batch size, worker count, shard or order, so a deterministic policy produces the same
+per-episode outcome in every configuration and any episode can be rerun alone.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pytest_benchmarks.registry import Benchmark, TaskRef
+from pytest_benchmarks.core.benchmark import Benchmark
+from pytest_benchmarks.core.tasks import TaskRef
 
 
 @dataclass(frozen=True)

@@ -10,14 +10,20 @@ from typing import Any
 
 import pytest
 
-from pytest_benchmarks import registry, settings
-from pytest_benchmarks.collector import ResultCollector
-from pytest_benchmarks.debugging import PROGRESS
-from pytest_benchmarks.policies import expert_based
-from pytest_benchmarks.registry import TaskRef
-from pytest_benchmarks.state import GATE, PENDING, STATE, SessionState, build_state, get_state
-
-pytest_plugins = ["pytest_benchmarks.fixtures"]
+from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.policy_spec import expert_based
+from pytest_benchmarks.core.tasks import TaskRef
+from pytest_benchmarks.plugin import options
+from pytest_benchmarks.plugin.collector import ResultCollector
+from pytest_benchmarks.plugin.progress import PROGRESS
+from pytest_benchmarks.plugin.session import (
+    GATE,
+    PENDING,
+    STATE,
+    SessionState,
+    build_state,
+    get_state,
+)
 
 MARKER = "benchmark_env"
 
@@ -30,7 +36,7 @@ class _Excluded:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    settings.add_options(parser)
+    options.add_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -51,10 +57,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     state = get_state(metafunc.config)
     params = []
     for name in marker.args:
-        if name not in registry.names():
+        if name not in catalog.names():
             raise pytest.UsageError(
                 f"{metafunc.definition.nodeid}: @{MARKER}({name!r}) names no benchmark; "
-                f"valid: {', '.join(registry.names())}"
+                f"valid: {', '.join(catalog.names())}"
             )
         if name in state.excluded:
             params.append(pytest.param(_Excluded(name), id=name))
@@ -73,7 +79,7 @@ def _task_param(state: SessionState, task: TaskRef) -> Any:
     """A task's parameter; skipped when the policy needs a scripted expert the task lacks."""
     reason = None
     if expert_based(state.settings.policy):
-        reason = registry.get(task.env).scripted_missing(task)
+        reason = catalog.get(task.env).scripted_missing(task)
     marks = [pytest.mark.skip(reason=f"{task.id}: {reason}")] if reason else []
     return pytest.param(task, id=task.id, marks=marks)
 
@@ -138,6 +144,6 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Keep each task's tests on one worker under xdist's default ``--dist load``."""
     if config.getoption("dist", "load") != "load":
         return None
-    from pytest_benchmarks.scheduling import TaskScheduling
+    from pytest_benchmarks.plugin.scheduling import TaskScheduling
 
     return TaskScheduling(config, log, get_state(config).task_ids())

@@ -1,16 +1,28 @@
-"""Does the env give a policy what it expects? Checked once, before any episode runs."""
+"""Observation features: what an env provides and a policy wants, and the diff between them.
+
+The env side declares its processed features; a learned policy declares the features it was
+trained on. They are compared once, before any episode runs, and every observation is checked
+against the env's declaration by the processors.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-
-from pytest_benchmarks.processors import Feature
+from dataclasses import dataclass
 
 IMAGE_PREFIX = "observation.images."
 
 
+@dataclass(frozen=True)
+class Feature:
+    """Shape (without the batch dimension) and dtype of one processed observation feature."""
+
+    shape: tuple[int, ...]
+    dtype: str
+
+
 class FeatureMismatch(ValueError):
-    """The policy's declared input features and the env's features disagree."""
+    """Features that disagree: the policy's and the env's, or an observation and its declaration."""
 
 
 def check_features(

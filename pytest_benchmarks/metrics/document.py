@@ -2,35 +2,30 @@
 
 Besides this project's own keys (``run``, ``policy``, ``results``) it carries the keys LeRobot's
 ``eval_info.json`` uses (``per_task``, ``per_group``, ``overall``) so existing dashboards keep
-working. The JSON Schema ships in the package (``schema/metrics.schema.json``).
+working. The JSON Schema ships in the package (``metrics/schema/metrics.schema.json``).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pytest_benchmarks.results import EpisodeRecord, TaskResult, wilson_interval
+from pytest_benchmarks.core.files import write_atomic
+from pytest_benchmarks.core.results import EpisodeRecord, TaskResult, mean, wilson_interval
 
 SCHEMA_VERSION = 1
-
-
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
 
 
 def _aggregate(episodes: list[EpisodeRecord]) -> dict[str, Any]:
     successes = sum(e.success for e in episodes)
     n = len(episodes)
     return {
-        "avg_sum_reward": _mean([e.sum_reward for e in episodes]),
-        "avg_max_reward": _mean([e.max_reward for e in episodes]),
+        "avg_sum_reward": mean([e.sum_reward for e in episodes]),
+        "avg_max_reward": mean([e.max_reward for e in episodes]),
         "pc_success": 100.0 * successes / n if n else None,
         "n_episodes": n,
         "successes": successes,
@@ -91,42 +86,18 @@ def build_metrics(
     }
 
 
-def write_atomic(path: Path, document: Mapping[str, Any]) -> None:
-    """Write JSON to a temporary file beside ``path``, then rename it over ``path``.
-
-    Readers see the old file or the new one, never a mix; a failed write leaves no temporary file.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(document, handle, indent=2, allow_nan=False)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def check_writable(path: Path) -> None:
-    """Raise OSError when the metrics file could not be written, before any rollout runs."""
-    directory = path.parent
-    existing = directory
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-        raise OSError(f"directory {existing} is not writable")
-    if path.is_dir():
-        raise OSError(f"{path} is a directory")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise OSError(f"{path} is not writable")
+def write_metrics(path: Path, document: Mapping[str, Any]) -> None:
+    """Write the metrics JSON atomically (strict JSON: no NaN or infinity)."""
+    write_atomic(path, json.dumps(document, indent=2, allow_nan=False) + "\n")
 
 
 def schema() -> dict[str, Any]:
     """The metrics JSON Schema shipped with the package."""
-    text = resources.files("pytest_benchmarks").joinpath("schema/metrics.schema.json").read_text()
+    text = (
+        resources.files("pytest_benchmarks.metrics")
+        .joinpath("schema/metrics.schema.json")
+        .read_text()
+    )
     return json.loads(text)
 
 

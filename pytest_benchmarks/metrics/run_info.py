@@ -12,10 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from pytest_benchmarks.settings import Settings
-from pytest_benchmarks.state import SessionState
+from pytest_benchmarks.core.settings import Settings
 
 PACKAGES = (
     "pytest-benchmarks",
@@ -61,9 +58,6 @@ def _iso(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, tz=timezone.utc).isoformat(timespec="seconds")
 
 
-_STATIC = pytest.StashKey[dict[str, Any]]()
-
-
 def static_info(args: list[str], root: Path) -> dict[str, Any]:
     """What cannot change during a run: arguments, commit, machine, versions."""
     return {
@@ -95,15 +89,3 @@ def run_block(
         "partial": partial,
         "exitstatus": exitstatus,
     }
-
-
-def collect(
-    config: pytest.Config, state: SessionState, partial: bool, exitstatus: int | None
-) -> dict[str, Any]:
-    """The run block; the parts that cannot change during a session are computed once."""
-    static = config.stash.get(_STATIC, None)
-    if static is None:
-        static = config.stash[_STATIC] = static_info(
-            list(config.invocation_params.args), config.rootpath
-        )
-    return run_block(static, state.settings, state.workers, state.started_at, partial, exitstatus)

@@ -17,11 +17,11 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import VectorEnv
 
-from pytest_benchmarks.plan import EpisodeSpec
-from pytest_benchmarks.policies import Policy
-from pytest_benchmarks.processors import EnvProcessors
-from pytest_benchmarks.results import EpisodeRecord
-from pytest_benchmarks.vector import reset_slots
+from pytest_benchmarks.core.plan import EpisodeSpec
+from pytest_benchmarks.core.policy import Policy
+from pytest_benchmarks.core.processors import EnvProcessors
+from pytest_benchmarks.core.results import EpisodeRecord
+from pytest_benchmarks.engine.vector import reset_slots
 
 #: (episode index, step number from 1, action, reward, success flag) of one step.
 StepTrace = Callable[[int, int, np.ndarray, float, bool], None]

@@ -7,13 +7,12 @@ A TaskResult is what a task's tests read, what travels from an xdist worker to t
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from statistics import NormalDist
 from typing import Any
 
-from pytest_benchmarks.registry import TaskRef
+from pytest_benchmarks.core.tasks import TaskRef
 
 
 @dataclass(frozen=True)
@@ -60,9 +59,17 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     return (100.0 * max(0.0, centre - half), 100.0 * min(1.0, centre + half))
 
 
-def _mean(values: Iterable[float]) -> float | None:
+def mean(values: Iterable[float]) -> float | None:
+    """The arithmetic mean, or None for no values (a task that ran no episode)."""
     values = list(values)
     return sum(values) / len(values) if values else None
+
+
+def rate_text(successes: int, n: int) -> str:
+    """``48/50 (96%, 87–99)``: count, rate and 95% Wilson interval."""
+    low, high = wilson_interval(successes, n)
+    pct = 100.0 * successes / n if n else 0.0
+    return f"{successes}/{n} ({pct:.0f}%, {low:.0f}–{high:.0f})"
 
 
 @dataclass
@@ -80,12 +87,7 @@ class TaskResult:
     rerun: str | None = field(default=None, compare=False)
 
     def __eq__(self, other: object) -> bool:
-        """Equal fields; against syrupy's ``snapshot``, the regression gate's verdict."""
-        assertion = sys.modules.get("syrupy.assertion")
-        if assertion is not None and isinstance(other, assertion.SnapshotAssertion):
-            from pytest_benchmarks.snapshot import check_against_snapshot
-
-            return check_against_snapshot(self, other)
+        """Equal compared fields, also across subclasses (the gate's result type is one)."""
         if not isinstance(other, TaskResult):
             return NotImplemented
         return all(
@@ -129,9 +131,9 @@ class TaskResult:
             "successes": self.successes,
             "pc_success": self.pc_success,
             "ci95": list(self.ci95),
-            "avg_sum_reward": _mean(e.sum_reward for e in self.episodes),
-            "avg_max_reward": _mean(e.max_reward for e in self.episodes),
-            "avg_steps": _mean(e.steps for e in self.episodes),
+            "avg_sum_reward": mean(e.sum_reward for e in self.episodes),
+            "avg_max_reward": mean(e.max_reward for e in self.episodes),
+            "avg_steps": mean(e.steps for e in self.episodes),
             "eval_s": self.eval_s,
             "eval_ep_s": self.eval_s / n if n else None,
             "batch_size": self.batch_size,
@@ -139,6 +141,12 @@ class TaskResult:
             "error": self.error,
             "episodes": [asdict(e) for e in self.episodes],
         }
+
+    def worst_episodes(self, count: int = 3) -> list[int]:
+        """Failed episodes with the lowest best reward first (all episodes if none failed)."""
+        failed = [e for e in self.episodes if not e.success] or self.episodes
+        ranked = sorted(failed, key=lambda e: (e.max_reward, e.index))[:count]
+        return sorted(e.index for e in ranked)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> TaskResult:

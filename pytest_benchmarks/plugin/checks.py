@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import math
 
-from pytest_benchmarks.debugging import worst_episodes
-from pytest_benchmarks.processors import EnvProcessors
-from pytest_benchmarks.registry import EnvConfig
-from pytest_benchmarks.results import TaskResult
+from pytest_benchmarks.core.processors import EnvProcessors
+from pytest_benchmarks.core.results import TaskResult
+from pytest_benchmarks.core.tasks import EnvConfig
 
 
 def check_rollout(result: TaskResult, config: EnvConfig, processors: EnvProcessors) -> None:
@@ -41,6 +40,6 @@ def check_success_rate(result: TaskResult) -> None:
         pytest.skip(f"success not expected from --benchmark-policy={result.policy['source']}")
     message = f"{result.task.id}: 0/{result.n_episodes} episodes succeeded"
     if result.rerun and result.episodes:
-        episodes = ",".join(map(str, worst_episodes(result)))
+        episodes = ",".join(map(str, result.worst_episodes()))
         message += f"; rerun the worst: {result.rerun} --benchmark-episode={episodes}"
     assert result.successes > 0, message

@@ -1,0 +1,130 @@
+"""What a benchmark must provide: its tasks, how to build their envs, its scripted expert.
+
+Task lists and groups are static data, so selecting and validating tasks never imports a
+simulator.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pytest_benchmarks.core.tasks import EnvConfig, SelectionError, TaskRef
+
+if TYPE_CHECKING:
+    import gymnasium as gym
+
+    from pytest_benchmarks.core.features import Feature
+    from pytest_benchmarks.core.policy import Policy
+    from pytest_benchmarks.core.processors import EnvProcessors
+
+
+class Benchmark(ABC):
+    """A simulation benchmark: its tasks, how to build their envs and its scripted expert."""
+
+    name: ClassVar[str]
+    #: The ``pytest-benchmarks[...]`` extra that installs the simulator.
+    extra: ClassVar[str]
+    #: Modules that must be importable for the benchmark to run.
+    requires: ClassVar[tuple[str, ...]]
+    #: Observation modes the benchmark offers; the first is its default.
+    observation_modes: ClassVar[tuple[str, ...]] = ("state",)
+    #: Camera names (without the ``_image`` suffix) that ``--benchmark-camera-map`` may rename.
+    cameras: ClassVar[tuple[str, ...]] = ()
+
+    def missing(self) -> str | None:
+        """Why this benchmark cannot run here, or None when its simulator is installed."""
+        absent = [m for m in self.requires if importlib.util.find_spec(m) is None]
+        if not absent:
+            return None
+        return (
+            f"{self.name} is not installed (no module {', '.join(absent)}): "
+            f"pip install 'pytest-benchmarks[{self.extra}]'"
+        )
+
+    @abstractmethod
+    def tasks(self) -> list[TaskRef]:
+        """Every task, in the benchmark's own order."""
+
+    @abstractmethod
+    def groups(self) -> dict[str, list[str]]:
+        """Named groups of task names (``TaskRef.name``): Meta-World's MT10, a LIBERO suite."""
+
+    def aliases(self, token: str) -> str:
+        """Map another spelling of a task name onto the canonical one."""
+        return token
+
+    def default_selection(self) -> list[TaskRef]:
+        """Tasks run when the user names none."""
+        return self.tasks()
+
+    def select(self, tokens: Sequence[str]) -> list[TaskRef]:
+        """Resolve task and group names into tasks, in benchmark order, without duplicates.
+
+        Raises SelectionError for a token this benchmark does not know.
+        """
+        by_name = {t.name: t for t in self.tasks()}
+        groups = self.groups()
+        chosen: set[str] = set()
+        for raw in tokens:
+            token = self.aliases(raw.removeprefix(f"{self.name}/"))
+            if token in groups:
+                chosen.update(groups[token])
+            elif token in by_name:
+                chosen.add(token)
+            else:
+                raise SelectionError(
+                    f"unknown {self.name} task or group {raw!r}; valid groups: "
+                    f"{', '.join(groups)}; valid tasks: {', '.join(by_name)}"
+                )
+        return [t for t in self.tasks() if t.name in chosen]
+
+    def knows(self, token: str) -> bool:
+        """Whether a task or group name belongs to this benchmark."""
+        try:
+            self.select([token])
+        except SelectionError:
+            return False
+        return True
+
+    @abstractmethod
+    def default_max_steps(self, task: TaskRef) -> int:
+        """The episode step limit used unless the user overrides it."""
+
+    @abstractmethod
+    def init_state(self, task: TaskRef, episode: int) -> int:
+        """Which of the task's initial states episode ``episode`` starts from."""
+
+    @abstractmethod
+    def spaces(self, config: EnvConfig) -> tuple[gym.Space[Any], gym.Space[Any]]:
+        """Observation and action spaces of one env, declared without building a simulator."""
+
+    @abstractmethod
+    def make_env(self, config: EnvConfig) -> gym.Env[Any, Any]:
+        """Build one env; called inside the process that steps it.
+
+        The env's ``reset(seed=..., options={"init_state": k})`` starts initial state k and its
+        step info carries ``"success"``.
+        """
+
+    @abstractmethod
+    def processors(self, config: EnvConfig) -> EnvProcessors:
+        """Observation transforms from this benchmark's envs to a policy's input batch."""
+
+    @abstractmethod
+    def features(self, config: EnvConfig) -> dict[str, Feature]:
+        """The processed observation features every policy can rely on."""
+
+    @abstractmethod
+    def scripted_policy(self, task: TaskRef, num_envs: int) -> Policy:
+        """The benchmark's scripted expert for one task."""
+
+    def scripted_missing(self, task: TaskRef) -> str | None:
+        """Why the scripted expert cannot run this task (its tests are skipped), or None."""
+        return None
+
+    def identity(self) -> dict[str, str | None]:
+        """Name and version of the simulator package, for the metrics JSON."""
+        return {"name": self.name, "version": None}

@@ -1,0 +1,41 @@
+"""Files that readers may see at any moment: written whole, or not at all."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_atomic(path: Path, text: str, fsync: bool = True) -> None:
+    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``.
+
+    Readers see the old file or the new one, never a mix; a failed write leaves no temporary
+    file. ``fsync`` makes the new content durable before the rename.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            if fsync:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def check_writable(path: Path) -> None:
+    """Raise OSError when ``path`` could not be written, before any work that would fill it."""
+    directory = path.parent
+    existing = directory
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise OSError(f"directory {existing} is not writable")
+    if path.is_dir():
+        raise OSError(f"{path} is a directory")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise OSError(f"{path} is not writable")

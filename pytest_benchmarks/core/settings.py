@@ -1,0 +1,99 @@
+"""The run's settings, validated: what every layer reads, whoever parsed them (plugin or API)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.policy_spec import expert_based
+from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
+
+DEFAULT_EPISODES = 10
+DEFAULT_SEED = 1000
+DEFAULT_POLICY = "scripted"
+DEFAULT_METRICS = "benchmark-results/metrics.json"
+DEFAULT_GATE = "stat"
+DEFAULT_ALPHA = 0.05
+DEFAULT_PROGRESS_S = 10.0
+DEFAULT_IMAGE_SIZE = (128, 128)
+OBS_MODES = ("state", "pixels")
+VIDEO_MODES = ("none", "failures", "all")
+DEVICES = ("auto", "cpu", "cuda")
+#: Snapshot gate modes: a significance test, per-episode comparison, or none.
+GATE_MODES = ("stat", "exact", "off")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Validated benchmark options for one pytest session."""
+
+    envs: tuple[str, ...] | None
+    tasks: tuple[str, ...] | None
+    episodes: int
+    batch_size: int
+    sync: bool
+    seed: int
+    policy: str
+    max_steps: int | None
+    metrics: Path
+    obs: str | None = None
+    image_size: tuple[int, int] = (128, 128)
+    camera_map: tuple[tuple[str, str], ...] = ()
+    settle_steps: int | None = None
+    gate: str = DEFAULT_GATE
+    alpha: float = DEFAULT_ALPHA
+    shard: tuple[int, int] | None = None
+    timeout: float | None = None
+    #: Episode indices to run instead of range(episodes).
+    episode_indices: tuple[int, ...] | None = None
+    video: str = "none"
+    progress_s: float = DEFAULT_PROGRESS_S
+    debug: bool = False
+    device: str = "auto"
+
+    @property
+    def indices(self) -> tuple[int, ...]:
+        """The episode indices each task runs."""
+        return self.episode_indices or tuple(range(self.episodes))
+
+    def env_config(self, task: TaskRef) -> EnvConfig:
+        """What the task's env needs from these settings (the plugin's and the API's)."""
+        benchmark = catalog.get(task.env)
+        return EnvConfig(
+            task=task,
+            max_steps=self.max_steps or benchmark.default_max_steps(task),
+            seed=self.seed,
+            obs=self.obs or benchmark.observation_modes[0],
+            image_size=self.image_size,
+            settle_steps=self.settle_steps,
+            camera_map=self.camera_map,
+            video=self.video,
+            video_dir=str(self.metrics.parent / "videos"),
+            privileged=expert_based(self.policy),
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "envs": list(self.envs) if self.envs else None,
+            "tasks": list(self.tasks) if self.tasks else None,
+            "episodes": self.episodes,
+            "batch_size": self.batch_size,
+            "sync": self.sync,
+            "seed": self.seed,
+            "policy": self.policy,
+            "max_steps": self.max_steps,
+            "obs": self.obs,
+            "image_size": list(self.image_size),
+            "camera_map": dict(self.camera_map),
+            "settle_steps": self.settle_steps,
+            "gate": self.gate,
+            "alpha": self.alpha,
+            "shard": list(self.shard) if self.shard else None,
+            "timeout": self.timeout,
+            "episode_indices": list(self.episode_indices) if self.episode_indices else None,
+            "video": self.video,
+            "debug": self.debug,
+            "device": self.device,
+        }

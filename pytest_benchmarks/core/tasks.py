@@ -1,0 +1,59 @@
+"""The shared types: a task, the config its env is built from, and a bad selection.
+
+Small, frozen and picklable: they travel to vector-env workers and xdist workers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class SelectionError(ValueError):
+    """A benchmark, task or group name that does not exist; the message lists the valid ones."""
+
+
+@dataclass(frozen=True, order=True)
+class TaskRef:
+    """One task of one benchmark: the unit a test is parametrized over."""
+
+    env: str
+    suite: str
+    task: str
+    task_id: int
+    description: str
+    #: Short name within the benchmark when the task name is unwieldy (``libero_spatial/0``).
+    key: str = ""
+
+    @property
+    def name(self) -> str:
+        """The task's name within its benchmark, as ``--benchmark-task`` accepts it."""
+        return self.key or self.task
+
+    @property
+    def id(self) -> str:
+        """Stable identifier used in test ids, snapshots and the metrics JSON."""
+        return f"{self.env}/{self.name}"
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """What a worker process needs to build one task's environment; small and picklable."""
+
+    task: TaskRef
+    max_steps: int
+    #: The run's base seed; a benchmark may derive its set of initial states from it.
+    seed: int
+    #: ``state`` (no rendering) or ``pixels`` (camera images too).
+    obs: str = "state"
+    #: Camera image height and width.
+    image_size: tuple[int, int] = (128, 128)
+    #: No-op steps after each reset, before the episode's first step; None: the benchmark's own.
+    settle_steps: int | None = None
+    #: Renames of camera observation keys: (env key, policy feature suffix) pairs.
+    camera_map: tuple[tuple[str, str], ...] = ()
+    #: The env also computes its scripted expert's next action from privileged state (for
+    #: policies built on the expert), where the benchmark's expert needs the simulator.
+    privileged: bool = False
+    #: Episode videos: none, failures or all; written under video_dir.
+    video: str = "none"
+    video_dir: str | None = None

@@ -1,0 +1,188 @@
+"""The ``--benchmark-*`` options: their table, registration, ini equivalents and reading.
+
+Every option is validated by ``validation`` (one line naming the option and what is valid),
+before any test is collected or any simulator is built.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_benchmarks.core.settings import (
+    DEFAULT_ALPHA,
+    DEFAULT_EPISODES,
+    DEFAULT_GATE,
+    DEFAULT_METRICS,
+    DEFAULT_POLICY,
+    DEFAULT_SEED,
+    Settings,
+)
+from pytest_benchmarks.plugin.validation import OptionError, Selection, check_metrics_path, select
+from pytest_benchmarks.plugin.validation import settings as validate
+
+GROUP = "benchmarks"
+GROUP_HELP = "robot-policy simulation benchmarks (pytest-benchmarks)"
+
+# option name -> (ini type, help); every option also reads the ini key with dashes as underscores.
+OPTIONS: dict[str, tuple[str, str]] = {
+    "--benchmark-env": (
+        "string",
+        "benchmarks to run, comma separated (default: every benchmark whose extra is installed)",
+    ),
+    "--benchmark-task": (
+        "string",
+        "tasks or groups to run, comma separated, e.g. push-v3,MT10 (default: the benchmark's own)",
+    ),
+    "--benchmark-episodes": ("string", f"episodes per task (default {DEFAULT_EPISODES})"),
+    "--benchmark-batch-size": (
+        "string",
+        "envs stepped together per task; 0 = auto: floor(0.7 x CPUs per worker), "
+        "capped by episodes and 64 (default 0)",
+    ),
+    "--benchmark-seed": ("string", f"base seed; episode i uses seed + i (default {DEFAULT_SEED})"),
+    "--benchmark-policy": (
+        "string",
+        "policy spec: scripted (the benchmark's expert), scripted+noise:FRACTION (the expert "
+        "with a random action in that fraction of steps), random or noop "
+        f"(default {DEFAULT_POLICY})",
+    ),
+    "--benchmark-device": (
+        "string",
+        "where learned policies run: auto (cuda when available), cpu or cuda (default auto)",
+    ),
+    "--benchmark-max-steps": ("string", "episode step limit (default: the benchmark's own)"),
+    "--benchmark-metrics": ("string", f"metrics JSON path (default {DEFAULT_METRICS})"),
+    "--benchmark-obs": (
+        "string",
+        "observations: state (no rendering) or pixels (camera images too); "
+        "default: the benchmark's own (LIBERO pixels, Meta-World state)",
+    ),
+    "--benchmark-image-size": ("string", "camera image size, N or HxW (default 128)"),
+    "--benchmark-camera-map": (
+        "string",
+        "rename cameras, e.g. agentview_image=camera1,robot0_eye_in_hand_image=camera2",
+    ),
+    "--benchmark-settle-steps": (
+        "string",
+        "no-op steps after each reset before the policy acts (default: the benchmark's own)",
+    ),
+    "--benchmark-episode": (
+        "string",
+        "run exactly these episode indices (same seeds and initial states as in a full run), "
+        "one env, in the test process, so a debugger and print() work",
+    ),
+    "--benchmark-video": (
+        "string",
+        "write an MP4 per episode: none, failures or all (default none), beside the metrics JSON",
+    ),
+    "--benchmark-progress": (
+        "string",
+        "seconds between progress lines of a running task (episodes done, successes); "
+        "0 = after every episode (default 10)",
+    ),
+    "--benchmark-timeout": (
+        "string",
+        "seconds a task may take (env start-up and all its episodes); a task past it is stopped, "
+        "its env workers killed, and it is recorded as timed out (default: no limit)",
+    ),
+    "--benchmark-shard": (
+        "string",
+        "run only shard I of N: the selected tasks, sorted by id, whose position mod N is I-1 "
+        "(for CI matrices; join the shards' metrics with pytest-benchmarks merge)",
+    ),
+    "--benchmark-gate": (
+        "string",
+        "snapshot gate: stat (fail on a significant drop), exact (fail when any episode that "
+        f"succeeded in the snapshot fails now) or off (default {DEFAULT_GATE})",
+    ),
+    "--benchmark-alpha": (
+        "string",
+        "significance level of the stat gate for the whole session, split over the tasks "
+        f"compared (Bonferroni) (default {DEFAULT_ALPHA})",
+    ),
+}
+
+METAVARS = {
+    "--benchmark-env": "NAME[,NAME]",
+    "--benchmark-task": "TASK[,TASK]",
+    "--benchmark-episodes": "N",
+    "--benchmark-batch-size": "N",
+    "--benchmark-seed": "N",
+    "--benchmark-policy": "SPEC",
+    "--benchmark-device": "{auto,cpu,cuda}",
+    "--benchmark-max-steps": "N",
+    "--benchmark-metrics": "PATH",
+    "--benchmark-obs": "{state,pixels}",
+    "--benchmark-image-size": "N|HxW",
+    "--benchmark-camera-map": "CAM=NAME[,...]",
+    "--benchmark-settle-steps": "N",
+    "--benchmark-episode": "I[,J...]",
+    "--benchmark-video": "{none,failures,all}",
+    "--benchmark-progress": "SECONDS",
+    "--benchmark-timeout": "SECONDS",
+    "--benchmark-shard": "I/N",
+    "--benchmark-gate": "{stat,exact,off}",
+    "--benchmark-alpha": "LEVEL",
+}
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register the options in their own ``--help`` group, beside pytest-benchmark's."""
+    group = parser.getgroup(GROUP, GROUP_HELP)
+    for flag, (ini_type, text) in OPTIONS.items():
+        dest = _dest(flag)
+        group.addoption(flag, dest=dest, default=None, metavar=METAVARS[flag], help=text)
+        parser.addini(dest, text, type=ini_type, default=None)  # type: ignore[arg-type]
+    group.addoption(
+        "--benchmark-sync",
+        dest="benchmark_sync",
+        action="store_true",
+        default=None,
+        help="step every env in this process (SyncVectorEnv), never in worker processes",
+    )
+    parser.addini("benchmark_sync", "like --benchmark-sync", type="bool", default=False)
+    group.addoption(
+        "--benchmark-debug",
+        dest="benchmark_debug",
+        action="store_true",
+        default=None,
+        help="batch size 1, no worker processes, and a per-step trace (action, reward, success) "
+        "in a JSON Lines file per task beside the metrics JSON",
+    )
+    parser.addini("benchmark_debug", "like --benchmark-debug", type="bool", default=False)
+
+
+def _dest(flag: str) -> str:
+    return flag.removeprefix("--").replace("-", "_")
+
+
+def read(config: pytest.Config) -> dict[str, Any]:
+    """Each option's raw value, the command line before the ini file; unset options left out."""
+    raw: dict[str, Any] = {}
+    for flag in OPTIONS:
+        dest = _dest(flag)
+        value = config.getoption(dest)
+        if value is None:
+            value = config.getini(dest)
+        if value not in ("", None):
+            raw[flag] = value
+    for flag in ("--benchmark-sync", "--benchmark-debug"):
+        dest = _dest(flag)
+        raw[flag] = bool(config.getoption(dest) or config.getini(dest))
+    return raw
+
+
+def load(config: pytest.Config, check_metrics: bool) -> tuple[Settings, Selection]:
+    """The session's settings and selection; pytest.UsageError with one line if anything is bad.
+
+    ``check_metrics``: this process writes the metrics file (the controller), so check it now.
+    """
+    try:
+        options = validate(read(config), config.rootpath)
+        if check_metrics:
+            check_metrics_path(options.metrics)
+        return options, select(options)
+    except OptionError as exc:
+        raise pytest.UsageError(str(exc)) from None

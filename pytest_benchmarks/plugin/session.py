@@ -1,0 +1,92 @@
+"""Per-session plugin state, kept in ``config.stash``, and the stash keys tests carry results on."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import pytest
+
+from pytest_benchmarks.core.results import TaskResult
+from pytest_benchmarks.core.settings import Settings
+from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
+from pytest_benchmarks.engine.vector import auto_batch_size
+from pytest_benchmarks.metrics.stats import Comparison
+from pytest_benchmarks.plugin import options
+
+
+@dataclass
+class SessionState:
+    """What the plugin knows about this session, in a worker or the controller."""
+
+    settings: Settings
+    #: Tasks to run per active benchmark.
+    selection: dict[str, list[TaskRef]]
+    #: Benchmarks skipped because their extra is not installed -> reason.
+    unavailable: dict[str, str]
+    #: Benchmarks left out by ``--benchmark-env``.
+    excluded: list[str]
+    #: True in an xdist worker: it runs tasks but writes no metrics file.
+    is_worker: bool
+    #: xdist workers in the session (0 without xdist).
+    workers: int
+    #: Results computed in this process, by task id: later tests of a task read them.
+    cache: dict[str, TaskResult] = field(default_factory=dict)
+    #: Results gathered from test reports (the controller's view), by task id.
+    results: dict[str, TaskResult] = field(default_factory=dict)
+    started_at: float = field(default_factory=time.time)
+    deselected: int = 0
+    #: Bonferroni's m per test function: its selected tasks that have a snapshot.
+    gate_counts: dict[str, int] = field(default_factory=dict)
+
+    def task_ids(self) -> set[str]:
+        return {t.id for tasks in self.selection.values() for t in tasks}
+
+    def env_config(self, task: TaskRef) -> EnvConfig:
+        return self.settings.env_config(task)
+
+    @property
+    def single_env(self) -> bool:
+        """One env in the test process: ``--benchmark-debug`` or ``--benchmark-episode``."""
+        return self.settings.debug or self.settings.episode_indices is not None
+
+    def batch_size(self, episodes: int) -> int:
+        if self.single_env:
+            return 1
+        if self.settings.batch_size:
+            return min(self.settings.batch_size, episodes)
+        return auto_batch_size(episodes, max(1, self.workers))
+
+
+def build_state(config: pytest.Config) -> SessionState:
+    """Validate the options and work out which benchmarks and tasks this session runs.
+
+    Raises pytest.UsageError with one line for anything invalid, before collection.
+    """
+    is_worker = hasattr(config, "workerinput")
+    is_controller = not is_worker and not config.option.collectonly
+    settings, selection = options.load(config, check_metrics=is_controller)
+    workers = (
+        int(config.workerinput["workercount"])  # type: ignore[attr-defined]
+        if is_worker
+        else int(getattr(config.option, "numprocesses", 0) or 0)
+    )
+    return SessionState(
+        settings=settings,
+        selection=selection.tasks,
+        unavailable=selection.unavailable,
+        excluded=selection.excluded,
+        is_worker=is_worker,
+        workers=workers,
+    )
+
+
+STATE = pytest.StashKey[SessionState]()
+#: A result computed by a test, waiting to ride on its report to the controller (item stash).
+PENDING = pytest.StashKey[TaskResult]()
+#: The snapshot gate's verdict on the task a test compared, for its report.
+GATE = pytest.StashKey[Comparison]()
+
+
+def get_state(config: pytest.Config) -> SessionState:
+    return config.stash[STATE]

@@ -1,0 +1,339 @@
+"""Validation of every ``--benchmark-*`` value, for the plugin and for ``pytest_benchmarks.api``.
+
+Each bad value becomes one line that names the option and what is valid (``OptionError``);
+the choices that depend on the selection (observation modes, cameras, rendering, videos) are
+checked here too, once the benchmarks and tasks are resolved.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.files import check_writable
+from pytest_benchmarks.core.policy_spec import PolicySpecError, parse_spec
+from pytest_benchmarks.core.settings import (
+    DEFAULT_ALPHA,
+    DEFAULT_EPISODES,
+    DEFAULT_GATE,
+    DEFAULT_METRICS,
+    DEFAULT_POLICY,
+    DEFAULT_PROGRESS_S,
+    DEFAULT_SEED,
+    DEVICES,
+    GATE_MODES,
+    OBS_MODES,
+    VIDEO_MODES,
+    Settings,
+)
+from pytest_benchmarks.core.tasks import SelectionError, TaskRef
+from pytest_benchmarks.engine import rendering
+
+
+class OptionError(ValueError):
+    """A bad option value; the message is one line starting with the option's name."""
+
+
+def _parse_int(flag: str, value: Any, minimum: int) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = minimum - 1
+    if number < minimum or (isinstance(value, float) and not value.is_integer()):
+        raise OptionError(f"{flag}: {value!r} is not an integer >= {minimum}")
+    return number
+
+
+def _integer(raw: Mapping[str, Any], flag: str, default: int, minimum: int) -> int:
+    value = raw.get(flag)
+    return default if value is None else _parse_int(flag, value, minimum)
+
+
+def _optional_integer(raw: Mapping[str, Any], flag: str, minimum: int) -> int | None:
+    value = raw.get(flag)
+    return None if value is None else _parse_int(flag, value, minimum)
+
+
+def _choice(raw: Mapping[str, Any], flag: str, valid: tuple[str, ...]) -> str | None:
+    value = raw.get(flag)
+    if value is not None and value not in valid:
+        raise OptionError(f"{flag}: {value!r} is not one of {', '.join(valid)}")
+    return value
+
+
+def _check_policy_source(kind: str, argument: str) -> None:
+    """What can be known before any test runs: the checkpoint is there, its libraries are."""
+    if kind in ("hub", "local"):
+        for module, extra in (("torch", "policies"), ("huggingface_hub", "policies")):
+            if importlib.util.find_spec(module) is None:
+                raise OptionError(
+                    f"--benchmark-policy: {kind} policies need {module}: "
+                    f"pip install 'pytest-benchmarks[{extra}]'"
+                )
+    if kind == "local":
+        folder = Path(os.path.expanduser(argument))
+        if not (folder / "config.json").is_file():
+            what = "no directory" if not folder.is_dir() else "a directory without config.json"
+            raise OptionError(
+                f"--benchmark-policy: {argument} is {what}; a checkpoint directory holds "
+                "config.json and model.safetensors (save_pretrained)"
+            )
+    if kind == "lerobot":
+        from pytest_benchmarks.policies.sources import lerobot_missing
+
+        problem = lerobot_missing()
+        if problem:
+            raise OptionError(f"--benchmark-policy: lerobot:{argument}: {problem}")
+
+
+def _check_device(device: str) -> None:
+    if device != "cuda":
+        return
+    try:
+        import torch
+    except ImportError:
+        raise OptionError(
+            "--benchmark-device: cuda needs torch: pip install 'pytest-benchmarks[policies]'"
+        ) from None
+    if not torch.cuda.is_available():
+        raise OptionError("--benchmark-device: cuda, but torch sees no CUDA device; use cpu")
+
+
+def _number(
+    flag: str, value: Any, default: float | None, accept: Callable[[float], bool], expected: str
+) -> float | None:
+    """A float option; ``accept`` says which values are valid (NaN never is)."""
+    if value is None:
+        return default
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not accept(number):
+        raise OptionError(f"{flag}: {value!r} is not {expected}")
+    return number
+
+
+def _indices(value: Any) -> tuple[int, ...] | None:
+    parts = _names(value)
+    if parts is None:
+        return None
+    if not all(p.isdigit() for p in parts):
+        raise OptionError(
+            f"--benchmark-episode: {value!r} is not a list of episode indices >= 0 (e.g. 3,7)"
+        )
+    return tuple(sorted({int(p) for p in parts}))
+
+
+def _shard(value: Any) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    index, sep, count = str(value).partition("/")
+    if sep and index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count):
+        return (int(index), int(count))
+    raise OptionError(f"--benchmark-shard: {value!r} is not I/N with 1 <= I <= N (e.g. 2/4)")
+
+
+def _image_size(value: Any) -> tuple[int, int]:
+    if value is None:
+        return (128, 128)
+    parts = str(value).lower().split("x")
+    if len(parts) in (1, 2) and all(p.isdigit() and int(p) > 0 for p in parts):
+        height, width = int(parts[0]), int(parts[-1])
+        return (height, width)
+    raise OptionError(f"--benchmark-image-size: {value!r} is not N or HxW (e.g. 224x224)")
+
+
+def _camera_map(value: Any) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for item in _names(value) or ():
+        source, sep, target = item.partition("=")
+        if not sep or not source.strip() or not target.strip():
+            raise OptionError(
+                f"--benchmark-camera-map: {item!r} is not ENV_CAMERA=NAME "
+                "(e.g. agentview_image=camera1)"
+            )
+        pairs.append((source.strip(), target.strip()))
+    return tuple(pairs)
+
+
+def _names(value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    items = tuple(part.strip() for part in str(value).split(",") if part.strip())
+    return items or None
+
+
+def settings(raw: Mapping[str, Any], root: Path) -> Settings:
+    """Validate raw option values (``read``'s, or the API's arguments) into Settings.
+
+    A relative metrics path is taken from ``root``, the directory the run is anchored in.
+    """
+    envs = _names(raw.get("--benchmark-env"))
+    for name in envs or ():
+        if name not in catalog.names():
+            raise OptionError(
+                f"--benchmark-env: unknown benchmark {name!r}; valid: {', '.join(catalog.names())}"
+            )
+    policy = str(raw.get("--benchmark-policy") or DEFAULT_POLICY)
+    try:
+        kind, argument = parse_spec(policy)
+    except PolicySpecError as exc:
+        raise OptionError(f"--benchmark-policy: {exc}") from None
+    _check_policy_source(kind, argument)
+    device = _choice(raw, "--benchmark-device", DEVICES) or "auto"
+    _check_device(device)
+    metrics_value = raw.get("--benchmark-metrics")
+    if metrics_value is None:
+        metrics = root / DEFAULT_METRICS
+    else:
+        metrics = Path(os.path.expanduser(str(metrics_value))).absolute()
+    return Settings(
+        envs=envs,
+        tasks=_names(raw.get("--benchmark-task")),
+        episodes=_integer(raw, "--benchmark-episodes", DEFAULT_EPISODES, 1),
+        batch_size=_integer(raw, "--benchmark-batch-size", 0, 0),
+        sync=bool(raw.get("--benchmark-sync")),
+        seed=_integer(raw, "--benchmark-seed", DEFAULT_SEED, 0),
+        policy=policy,
+        max_steps=_optional_integer(raw, "--benchmark-max-steps", 1),
+        metrics=metrics,
+        obs=_choice(raw, "--benchmark-obs", OBS_MODES),
+        image_size=_image_size(raw.get("--benchmark-image-size")),
+        camera_map=_camera_map(raw.get("--benchmark-camera-map")),
+        settle_steps=_optional_integer(raw, "--benchmark-settle-steps", 0),
+        gate=_choice(raw, "--benchmark-gate", GATE_MODES) or DEFAULT_GATE,
+        alpha=_number(
+            "--benchmark-alpha",
+            raw.get("--benchmark-alpha"),
+            DEFAULT_ALPHA,
+            lambda x: 0 < x < 1,
+            "a level between 0 and 1 (e.g. 0.05)",
+        )
+        or DEFAULT_ALPHA,
+        shard=_shard(raw.get("--benchmark-shard")),
+        timeout=_number(
+            "--benchmark-timeout",
+            raw.get("--benchmark-timeout"),
+            None,
+            lambda x: 0 < x < math.inf,
+            "a number of seconds > 0",
+        ),
+        episode_indices=_indices(raw.get("--benchmark-episode")),
+        video=_choice(raw, "--benchmark-video", VIDEO_MODES) or "none",
+        progress_s=_number(
+            "--benchmark-progress",
+            raw.get("--benchmark-progress"),
+            DEFAULT_PROGRESS_S,
+            lambda x: 0 <= x < math.inf,
+            "a number of seconds >= 0",
+        )
+        or 0.0,
+        debug=bool(raw.get("--benchmark-debug")),
+        device=device,
+    )
+
+
+def check_metrics_path(path: Path) -> None:
+    """The metrics file must be writable: a run must not end with nowhere to put its results."""
+    try:
+        check_writable(path)
+    except OSError as exc:
+        raise OptionError(f"--benchmark-metrics: cannot write {path}: {exc}") from None
+
+
+@dataclass
+class Selection:
+    """Which benchmarks and tasks a run covers, and why the others are left out."""
+
+    #: Tasks to run per active benchmark.
+    tasks: dict[str, list[TaskRef]]
+    #: Benchmarks skipped because their extra is not installed -> reason.
+    unavailable: dict[str, str] = field(default_factory=dict)
+    #: Benchmarks left out by ``--benchmark-env``.
+    excluded: list[str] = field(default_factory=list)
+
+
+def select(options: Settings) -> Selection:
+    """Resolve the benchmarks and tasks of a run and check the options that depend on them."""
+    unavailable: dict[str, str] = {}
+    active: list[str] = []
+    for name in options.envs or catalog.names():
+        reason = catalog.get(name).missing()
+        if reason and options.envs:
+            raise OptionError(f"--benchmark-env: {reason}")
+        if reason:
+            unavailable[name] = reason
+        else:
+            active.append(name)
+    try:
+        tasks = catalog.resolve(active, options.tasks)
+    except SelectionError as exc:
+        raise OptionError(f"--benchmark-task: {exc}") from None
+    if options.shard:
+        tasks = shard_of(tasks, *options.shard)
+    for name, chosen in tasks.items():
+        modes = catalog.get(name).observation_modes
+        if chosen and options.obs and options.obs not in modes:
+            raise OptionError(
+                f"--benchmark-obs: {name} offers {', '.join(modes)}, not {options.obs}"
+            )
+    _check_cameras(options, tasks)
+    _check_rendering(options, tasks)
+    _check_video(options, tasks)
+    excluded = [n for n in catalog.names() if options.envs and n not in options.envs]
+    return Selection(tasks, unavailable, excluded)
+
+
+def shard_of(
+    selection: dict[str, list[TaskRef]], index: int, count: int
+) -> dict[str, list[TaskRef]]:
+    """Shard ``index`` of ``count``: every count-th task of the whole selection, sorted by id."""
+    ordered = sorted((t for tasks in selection.values() for t in tasks), key=lambda t: t.id)
+    keep = {t.id for t in ordered[index - 1 :: count]}
+    return {name: [t for t in tasks if t.id in keep] for name, tasks in selection.items()}
+
+
+def _check_cameras(options: Settings, selection: dict[str, list[TaskRef]]) -> None:
+    """Every renamed camera must belong to a selected benchmark: a typo is not silently ignored."""
+    known = {c for name, tasks in selection.items() if tasks for c in catalog.get(name).cameras}
+    for source, _ in options.camera_map:
+        if source.removesuffix("_image") not in known:
+            raise OptionError(
+                f"--benchmark-camera-map: no camera {source!r} in the selected benchmarks; "
+                f"valid: {', '.join(sorted(known)) or 'none'}"
+            )
+
+
+def _check_video(options: Settings, selection: dict[str, list[TaskRef]]) -> None:
+    """Videos need imageio's ffmpeg plugin, and LIBERO frames come from its camera images."""
+    if options.video == "none" or not any(selection.values()):
+        return
+    if importlib.util.find_spec("imageio_ffmpeg") is None:
+        raise OptionError(
+            "--benchmark-video: imageio-ffmpeg is not installed: "
+            "pip install 'pytest-benchmarks[video]'"
+        )
+    if selection.get("libero") and (options.obs or "pixels") != "pixels":
+        raise OptionError("--benchmark-video: LIBERO videos need --benchmark-obs=pixels")
+    _check_rendering(options, selection, force=True)
+
+
+def _check_rendering(
+    options: Settings, selection: dict[str, list[TaskRef]], force: bool = False
+) -> None:
+    """Pick MuJoCo's GL backend now, before anything imports mujoco; fail early if it is absent."""
+    backend = rendering.choose_backend()
+    renders = force or any(
+        tasks and (options.obs or catalog.get(name).observation_modes[0]) == "pixels"
+        for name, tasks in selection.items()
+    )
+    problem = rendering.missing(backend) if renders else None
+    if problem:
+        raise OptionError(problem)
