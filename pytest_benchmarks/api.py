@@ -54,13 +54,16 @@ def evaluate(
     sync: bool = False,
     max_steps: int | None = None,
     obs: str | None = None,
+    image_size: int | str | tuple[int, int] | None = None,
     device: str = "auto",
     metrics: str | Path | None = None,
 ) -> Evaluation:
     """Run ``episodes`` episodes of every selected task with ``policy``.
 
     ``tasks`` takes what ``--benchmark-task`` takes (default: each benchmark's default
-    selection). A policy object must serve ``batch_size`` slots. The metrics JSON goes to
+    selection). Every argument takes what its ``--benchmark-*`` option takes and is checked
+    the same way (``validation.OptionError``, one line). A policy object must serve
+    ``batch_size`` slots. The metrics JSON goes to
     ``metrics`` when given (atomically, rewritten after every task).
     """
     names = [benchmarks] if isinstance(benchmarks, str) else list(benchmarks)
@@ -75,6 +78,9 @@ def evaluate(
         "--benchmark-policy": policy if isinstance(policy, str) else None,
         "--benchmark-max-steps": max_steps,
         "--benchmark-obs": obs,
+        "--benchmark-image-size": "x".join(map(str, image_size))
+        if isinstance(image_size, tuple)
+        else image_size,
         "--benchmark-device": device,
         "--benchmark-metrics": str(metrics) if metrics else "metrics.json",
     }

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Install pytest-benchmarks and the given extras (default: metaworld,libero,policies,video,test,lint) into a virtual
+# Install pytest-benchmarks and the given extras (default: every extra but `all`) into a virtual
 # environment (default: .venv), and the CPU renderer MuJoCo needs when no GPU is present (as root,
-# through apt-get). CI and the benchmark images (docker/) call this same script.
+# through apt-get). CI and the benchmark images (docker/) call this same script. torch and
+# torchvision, when an extra needs them, are the tested set in constraints/torch.txt.
 #
 # Environment: VENV (where the venv goes), PYTHON (the interpreter that creates it, default
 # python3), MUJOCO_GL=egl (a GPU renderer is in place: skip the CPU renderer).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-extras="${1:-metaworld,libero,policies,video,test,lint}"
+extras="${1:-metaworld,libero,policies,lerobot,video,test,lint}"
 if [ "${MUJOCO_GL:-}" != egl ] && ! ldconfig -p 2>/dev/null | grep -q libOSMesa; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     apt-get update -qq && apt-get install -y -qq libosmesa6 >/dev/null
@@ -18,5 +19,5 @@ fi
 venv="${VENV:-.venv}"
 "${PYTHON:-python3}" -m venv "$venv"
 "$venv/bin/python" -m pip install --quiet --upgrade pip
-"$venv/bin/python" -m pip install --quiet -e ".[${extras}]"
+"$venv/bin/python" -m pip install --quiet -c constraints/torch.txt -e ".[${extras}]"
 echo "installed pytest-benchmarks[${extras}] into ${venv}"

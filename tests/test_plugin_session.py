@@ -138,7 +138,10 @@ def test_task_selection_and_group(toy_project: pytest.Pytester):
             "--benchmark-policy: unknown policy 'magic'; valid: scripted, scripted+noise:FRACTION, random, noop, hub:REPO_ID[[]@REVISION[]], lerobot:REPO_ID_OR_DIR, module:package.module:factory, or a checkpoint directory (./path or /path)",
         ),
         (["--benchmark-episodes=0"], "--benchmark-episodes: '0' is not an integer >= 1"),
-        (["--benchmark-obs=depth"], "--benchmark-obs: 'depth' is not one of state, pixels"),
+        (
+            ["--benchmark-obs=depth"],
+            "--benchmark-obs: 'depth' is not one of state, pixels, lerobot",
+        ),
         (
             ["--benchmark-camera-map=agentveiw=camera1"],
             "--benchmark-camera-map: no camera 'agentveiw' in the selected benchmarks; valid: none",

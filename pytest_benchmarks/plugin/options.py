@@ -56,8 +56,9 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "--benchmark-metrics": ("string", f"metrics JSON path (default {DEFAULT_METRICS})"),
     "--benchmark-obs": (
         "string",
-        "observations: state (no rendering) or pixels (camera images too); "
-        "default: the benchmark's own (LIBERO pixels, Meta-World state)",
+        "observations: state (no rendering), pixels (camera images too) or lerobot (the layout "
+        "of LeRobot's own wrapper for the benchmark); default: lerobot for lerobot: policies, "
+        "else the benchmark's own (LIBERO pixels, Meta-World state)",
     ),
     "--benchmark-image-size": ("string", "camera image size, N or HxW (default 128)"),
     "--benchmark-camera-map": (
@@ -114,7 +115,7 @@ METAVARS = {
     "--benchmark-device": "{auto,cpu,cuda}",
     "--benchmark-max-steps": "N",
     "--benchmark-metrics": "PATH",
-    "--benchmark-obs": "{state,pixels}",
+    "--benchmark-obs": "{state,pixels,lerobot}",
     "--benchmark-image-size": "N|HxW",
     "--benchmark-camera-map": "CAM=NAME[,...]",
     "--benchmark-settle-steps": "N",

@@ -31,6 +31,7 @@ from pytest_benchmarks.core.settings import (
     OBS_MODES,
     VIDEO_MODES,
     Settings,
+    default_obs,
 )
 from pytest_benchmarks.core.tasks import SelectionError, TaskRef
 from pytest_benchmarks.engine import rendering
@@ -85,11 +86,14 @@ def _check_policy_source(kind: str, argument: str) -> None:
                 "config.json and model.safetensors (save_pretrained)"
             )
     if kind == "lerobot":
-        from pytest_benchmarks.policies.sources import lerobot_missing
+        from pytest_benchmarks.policies.sources import is_local_path, lerobot_missing
 
         problem = lerobot_missing()
         if problem:
             raise OptionError(f"--benchmark-policy: lerobot:{argument}: {problem}")
+        folder = Path(os.path.expanduser(argument))
+        if is_local_path(argument) and not folder.is_dir():
+            raise OptionError(f"--benchmark-policy: lerobot:{argument}: no such directory")
 
 
 def _check_device(device: str) -> None:
@@ -320,8 +324,10 @@ def _check_video(options: Settings, selection: dict[str, list[TaskRef]]) -> None
             "--benchmark-video: imageio-ffmpeg is not installed: "
             "pip install 'pytest-benchmarks[video]'"
         )
-    if selection.get("libero") and (options.obs or "pixels") != "pixels":
-        raise OptionError("--benchmark-video: LIBERO videos need --benchmark-obs=pixels")
+    if selection.get("libero") and options.obs == "state":
+        raise OptionError(
+            "--benchmark-video: LIBERO videos need camera images, not --benchmark-obs=state"
+        )
     _check_rendering(options, selection, force=True)
 
 
@@ -331,7 +337,7 @@ def _check_rendering(
     """Pick MuJoCo's GL backend now, before anything imports mujoco; fail early if it is absent."""
     backend = rendering.choose_backend()
     renders = force or any(
-        tasks and (options.obs or catalog.get(name).observation_modes[0]) == "pixels"
+        tasks and (options.obs or default_obs(catalog.get(name), options.policy)) != "state"
         for name, tasks in selection.items()
     )
     problem = rendering.missing(backend) if renders else None

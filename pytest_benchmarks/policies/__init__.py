@@ -41,7 +41,7 @@ def make_policy(
             return sources.local_policy(argument, config, provided, num_envs, device)
         if kind == "module":
             return sources.module_policy(argument, config, num_envs)
-        return sources.lerobot_policy(argument, config, num_envs, device)
+        return sources.lerobot_policy(argument, config, provided, num_envs, device)
     from pytest_benchmarks.policies.simple import NoisyPolicy, NoopPolicy, RandomPolicy
 
     _, action_space = benchmark.spaces(config)

@@ -1,48 +1,231 @@
-"""LeRobot policies (``lerobot:REPO_ID_OR_DIR``), when LeRobot is installed.
+"""LeRobot policies (``lerobot:REPO_ID_OR_DIR``), acting as in LeRobot's own evaluation.
 
-LeRobot's ``PreTrainedPolicy`` keeps one action queue for the whole batch and resets it as a
-whole, as LeRobot's own evaluation does (all envs start together). The harness refills slots
-one by one, so this adapter resets the policy whenever any slot starts an episode; with
-``--benchmark-batch-size=1`` that is exactly LeRobot's behaviour.
+Each step runs LeRobot's own code path, as ``lerobot-eval`` does: ``preprocess_observation``
+(images HWC uint8 to CHW float32 in [0, 1], the state as float32), the task strings, the env's
+LeRobot processors (identity: the env's own processors give LeRobot's layouts), the
+checkpoint's pre-processor (normalisation, device), ``select_action``, then the post-processor
+(unnormalisation) on the action.
+
+LeRobot keeps one episode state (action and observation queues, a temporal ensembler) for the
+whole batch and resets it as a whole. The harness starts episodes slot by slot, so this adapter
+keeps that state per slot, with a torch RNG per slot seeded from the episode's seed, and steps
+each slot's observation through the policy as a batch of one. A slot's actions then depend on
+its own episode only: the same whatever the batch size, worker count or the other slots, and the
+same as ``lerobot-eval`` at batch size 1.
+
+``lerobot-eval`` hands actions to the env unclipped, and the simulators clip them to the action
+space first thing (Meta-World's ``step``, robosuite's controllers); the harness refuses actions
+outside the action space, so the adapter clips them as the env would, which leaves the env's
+trajectory unchanged.
 """
 
 from __future__ import annotations
 
+import copy
+from collections import deque
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
+
+from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.features import IMAGE_PREFIX, Feature, check_features
+from pytest_benchmarks.core.tasks import EnvConfig
+
+#: LeRobot's single-camera key (its Meta-World layout); several cameras are IMAGE_PREFIX + name.
+SINGLE_IMAGE = "observation.image"
+STATE = "observation.state"
+ENV_STATE = "observation.environment_state"
+
+
+class LeRobotLoadError(ValueError):
+    """A LeRobot checkpoint that cannot be loaded or does not fit the env; one line."""
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def is_image(name: str) -> bool:
+    return name == SINGLE_IMAGE or name.startswith(IMAGE_PREFIX)
+
+
+def policy_view(features: dict[str, Feature]) -> dict[str, Feature]:
+    """The env's features as a LeRobot policy sees them: images channel first."""
+    return {
+        name: Feature((f.shape[2], f.shape[0], f.shape[1]), "float32") if is_image(name) else f
+        for name, f in features.items()
+    }
+
+
+def episode_state_names(policy: torch.nn.Module) -> list[str]:
+    """The attributes holding a LeRobot policy's per-episode state, as ``reset()`` leaves them.
+
+    Queues (``_queues``, ``_action_queue``: deques or dicts of deques) and ensemblers; what
+    ``reset()`` replaces is included whatever its type.
+    """
+    before = dict(vars(policy))
+    policy.reset()
+    names = []
+    for name, value in vars(policy).items():
+        if name.startswith("_") and name in ("_parameters", "_buffers", "_modules"):
+            continue
+        replaced = before.get(name) is not value
+        queue_like = isinstance(value, deque) or (
+            isinstance(value, dict) and any(isinstance(v, deque) for v in value.values())
+        )
+        if replaced or queue_like or type(value).__name__.endswith("Ensembler"):
+            names.append(name)
+    return names
 
 
 class LeRobotPolicy:
-    def __init__(self, policy: Any, identity: dict[str, str | None], device: str) -> None:
+    """A LeRobot ``PreTrainedPolicy`` with its processors, acting slot by slot."""
+
+    def __init__(
+        self,
+        policy: Any,
+        processors: tuple[Any, Any, Any, Any],
+        identity: dict[str, str | None],
+        device: str,
+        num_envs: int,
+        pad: Sequence[tuple[str, tuple[int, ...]]] = (),
+        bounds: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> None:
         self.policy, self._identity, self.device = policy, identity, device
+        self.bounds = bounds
+        self.preprocessor, self.postprocessor, self.env_preprocessor, self.env_postprocessor = (
+            processors
+        )
+        self.pad = list(pad)
+        self.state_names = episode_state_names(policy)
+        self._fresh = {n: copy.deepcopy(getattr(policy, n)) for n in self.state_names}
+        self._states: list[dict[str, Any]] = [copy.deepcopy(self._fresh) for _ in range(num_envs)]
+        self._cuda = device.startswith("cuda")
+        self._rng: list[tuple[torch.Tensor, torch.Tensor | None]] = [
+            self._seeded(0) for _ in range(num_envs)
+        ]
 
     @classmethod
-    def load(cls, source: str, num_envs: int, device: str) -> LeRobotPolicy:
+    def load(
+        cls,
+        folder: Path,
+        identity: dict[str, str | None],
+        config: EnvConfig,
+        features: dict[str, Feature],
+        num_envs: int,
+        device: str,
+    ) -> LeRobotPolicy:
+        """Policy, processors and feature check from a checkpoint folder; LeRobotLoadError."""
         from lerobot.configs.policies import PreTrainedConfig
-        from lerobot.policies.factory import get_policy_class
+        from lerobot.policies.factory import get_policy_class, make_pre_post_processors
 
-        config = PreTrainedConfig.from_pretrained(source)
-        policy = get_policy_class(config.type).from_pretrained(source).to(device).eval()
-        identity = {"source": "lerobot", "id": source, "revision": None}
-        return cls(policy, identity, device)
+        name = f"lerobot:{identity['id']}"
+        try:
+            policy_config = PreTrainedConfig.from_pretrained(folder)
+            policy_config.device = device
+        except Exception as exc:
+            raise LeRobotLoadError(f"{name}: not a LeRobot checkpoint ({_one_line(exc)})") from None
+        wanted = {k: tuple(f.shape) for k, f in policy_config.input_features.items()}
+        pad = check_features(name, config.task.id, wanted, policy_view(features))
+        try:
+            policy = get_policy_class(policy_config.type).from_pretrained(
+                folder, config=policy_config
+            )
+            policy.to(device).eval()
+            pre, post = make_pre_post_processors(
+                policy_config,
+                pretrained_path=str(folder),
+                preprocessor_overrides={"device_processor": {"device": device}},
+            )
+        except Exception as exc:
+            raise LeRobotLoadError(f"{name}: cannot load ({_one_line(exc)})") from None
+        env_pre, env_post = env_processors(config, policy_config)
+        _, action_space = catalog.get(config.task.env).spaces(config)
+        return cls(
+            policy, (pre, post, env_pre, env_post), identity, device, num_envs,
+            [(k, wanted[k]) for k in pad], (action_space.low, action_space.high),
+        )  # fmt: skip
+
+    def _seeded(self, seed: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+        with torch.random.fork_rng(devices=[self.device] if self._cuda else []):
+            torch.manual_seed(seed)
+            return torch.get_rng_state(), torch.cuda.get_rng_state() if self._cuda else None
 
     def reset(self, slots: Sequence[int], seeds: Sequence[int]) -> None:
-        if slots:
-            self.policy.reset()
+        for slot, seed in zip(slots, seeds, strict=True):
+            self._states[slot] = copy.deepcopy(self._fresh)
+            self._rng[slot] = self._seeded(seed)
+
+    def observation(self, batch: dict[str, Any], slot: int) -> dict[str, Any]:
+        """One slot's observation in LeRobot's format, through ``preprocess_observation``."""
+        from lerobot.envs.utils import preprocess_observation
+
+        raw: dict[str, Any] = {}
+        cameras = {
+            k.removeprefix(IMAGE_PREFIX): v for k, v in batch.items() if k.startswith(IMAGE_PREFIX)
+        }
+        if cameras:
+            raw["pixels"] = {k: v[slot : slot + 1] for k, v in cameras.items()}
+        elif SINGLE_IMAGE in batch:
+            raw["pixels"] = batch[SINGLE_IMAGE][slot : slot + 1]
+        if STATE in batch:
+            raw["agent_pos"] = batch[STATE][slot : slot + 1]
+        if ENV_STATE in batch:
+            raw["environment_state"] = batch[ENV_STATE][slot : slot + 1]
+        if "robot_state" in batch:
+            raw["robot_state"] = _slice_nested(batch["robot_state"], slot)
+        observation = preprocess_observation(raw)
+        for name, shape in self.pad:
+            observation[name] = torch.zeros((1, *shape), dtype=torch.float32)
+        observation["task"] = [batch["task"][slot]]
+        return observation
 
     def act(self, batch: dict[str, Any]) -> np.ndarray:
-        import torch
+        from lerobot.utils.constants import ACTION
 
-        tensors: dict[str, Any] = {
-            k: torch.as_tensor(v, device=self.device) for k, v in batch.items()
-            if isinstance(v, np.ndarray)
-        }  # fmt: skip
-        tensors["task"] = list(batch["task"])
-        with torch.inference_mode():
-            actions = self.policy.select_action(tensors)
-        return actions.to("cpu", torch.float32).numpy()
+        actions = []
+        for slot, state in enumerate(self._states):
+            observation = self.env_preprocessor(self.observation(batch, slot))
+            observation = self.preprocessor(observation)
+            for name, value in state.items():
+                setattr(self.policy, name, value)
+            cpu, cuda = self._rng[slot]
+            with torch.random.fork_rng(devices=[self.device] if self._cuda else []):
+                torch.set_rng_state(cpu)
+                if cuda is not None:
+                    torch.cuda.set_rng_state(cuda)
+                with torch.inference_mode():
+                    action = self.policy.select_action(observation)
+                self._rng[slot] = (
+                    torch.get_rng_state(), torch.cuda.get_rng_state() if self._cuda else None
+                )  # fmt: skip
+            self._states[slot] = {n: getattr(self.policy, n) for n in self.state_names}
+            action = self.postprocessor(action)
+            action = self.env_postprocessor({ACTION: action})[ACTION]
+            actions.append(action.to("cpu", torch.float32).numpy()[0])
+        self.last_raw = np.stack(actions)
+        if self.bounds is None:
+            return self.last_raw
+        return np.clip(self.last_raw, *self.bounds).astype(np.float32)
 
     def identity(self) -> dict[str, str | None]:
         return dict(self._identity)
+
+
+def _slice_nested(value: Any, slot: int) -> Any:
+    if isinstance(value, dict):
+        return {k: _slice_nested(v, slot) for k, v in value.items()}
+    return value[slot : slot + 1]
+
+
+def env_processors(config: EnvConfig, policy_config: Any) -> tuple[Any, Any]:
+    """LeRobot's env pre/post-processors: identity, since the harness's own env processors
+    already give LeRobot's layouts (what ``LiberoProcessorStep`` computes for LIBERO: images
+    turned by 180 degrees, the 8-D state), which the parity tests check against LeRobot's code."""
+    from lerobot.processor.pipeline import PolicyProcessorPipeline
+
+    return PolicyProcessorPipeline(steps=[]), PolicyProcessorPipeline(steps=[])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_benchmarks.core.features import check_features
 
@@ -30,7 +30,7 @@ def resolve_device(device: str) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def hub_snapshot(argument: str) -> tuple[Path, str, str]:
+def hub_snapshot(argument: str, label: str | None = None) -> tuple[Path, str, str]:
     """Download (or find in the local cache) ``REPO_ID[@REVISION]``: (folder, repo id, commit).
 
     Goes through huggingface_hub, so its cache (HF_HOME, HF_HUB_CACHE), HF_HUB_OFFLINE and
@@ -44,12 +44,14 @@ def hub_snapshot(argument: str) -> tuple[Path, str, str]:
         folder = Path(snapshot_download(repo_id, revision=revision or None))
     except LocalEntryNotFoundError:
         raise PolicySourceError(
-            f"hub:{argument}: not in the local Hub cache, and the Hub cannot be reached "
-            "(offline, or HF_HUB_OFFLINE=1); download it once online or point HF_HUB_CACHE at "
-            "a cache that has it"
+            f"{label or 'hub:' + argument}: not in the local Hub cache, and the Hub cannot be "
+            "reached (offline, or HF_HUB_OFFLINE=1); download it once online or point "
+            "HF_HUB_CACHE at a cache that has it"
         ) from None
     except HfHubHTTPError as exc:
-        raise PolicySourceError(f"hub:{argument}: {str(exc).splitlines()[0]}") from None
+        raise PolicySourceError(
+            f"{label or 'hub:' + argument}: {str(exc).splitlines()[0]}"
+        ) from None
     return folder, repo_id, folder.name
 
 
@@ -128,11 +130,36 @@ def lerobot_missing() -> str | None:
     return None
 
 
-def lerobot_policy(argument: str, config: EnvConfig, num_envs: int, device: str) -> Any:
-    """A LeRobot pretrained policy (Hub id or directory), through LeRobot's own factory."""
+def lerobot_policy(
+    argument: str, config: EnvConfig, features: dict[str, Feature], num_envs: int, device: str
+) -> Policy:
+    """A LeRobot pretrained policy: a checkpoint directory, or ``REPO_ID[@REVISION]`` on the Hub
+    (through huggingface_hub's cache, like ``hub:``), with its processors."""
     problem = lerobot_missing()
     if problem:
         raise PolicySourceError(f"lerobot:{argument}: {problem}")
-    from pytest_benchmarks.policies.lerobot import LeRobotPolicy
+    from pytest_benchmarks.policies.lerobot import LeRobotLoadError, LeRobotPolicy
+    from pytest_benchmarks.policies.torch_policy import file_hash
 
-    return LeRobotPolicy.load(argument, num_envs, resolve_device(device))
+    folder = Path(argument).expanduser()
+    if folder.is_dir():
+        folder = folder.resolve()
+        weights = folder / "model.safetensors"
+        revision = file_hash(weights) if weights.is_file() else None
+        identity = {"source": "lerobot", "id": str(folder), "revision": revision}
+    elif is_local_path(argument):
+        raise PolicySourceError(f"lerobot:{argument}: no such directory")
+    else:
+        folder, repo_id, commit = hub_snapshot(argument, f"lerobot:{argument}")
+        identity = {"source": "lerobot", "id": repo_id, "revision": commit}
+    try:
+        return LeRobotPolicy.load(
+            folder, identity, config, features, num_envs, resolve_device(device)
+        )
+    except LeRobotLoadError as exc:
+        raise PolicySourceError(str(exc)) from None
+
+
+def is_local_path(argument: str) -> bool:
+    """A path as typed (``./x``, ``/x``, ``~/x``), never a Hub id (``org/name``)."""
+    return argument.startswith(("/", "./", "../", "~")) or argument.count("/") > 1

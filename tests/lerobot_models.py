@@ -1,0 +1,114 @@
+"""Small LeRobot checkpoints built here, with random weights and made-up dataset statistics.
+
+They are saved as LeRobot saves a trained policy (config.json, model.safetensors and the
+pre/post-processor files), so loading them runs LeRobot's real loading code; the statistics
+make normalisation and unnormalisation change the numbers, as a trained checkpoint's would.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+KINDS = ("act", "diffusion")
+
+
+def preload() -> None:
+    """Import LeRobot's modules once, at collection: pytester unloads what a test imports, and
+    LeRobot's config classes cannot register themselves a second time."""
+    import lerobot.configs.policies
+    import lerobot.envs.utils
+    import lerobot.policies.act.modeling_act
+    import lerobot.policies.diffusion.modeling_diffusion
+    import lerobot.policies.factory
+    import lerobot.processor.env_processor
+    import lerobot.processor.pipeline
+    import lerobot.utils.constants  # noqa: F401
+
+
+def _stats(features: dict[str, tuple[int, ...]], seed: int) -> dict[str, dict[str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    stats = {}
+    for name, shape in features.items():
+        stat_shape = (shape[0], 1, 1) if len(shape) == 3 else shape
+        mean = rng.uniform(-0.5, 0.5, stat_shape).astype(np.float32)
+        std = rng.uniform(0.2, 2.0, stat_shape).astype(np.float32)
+        stats[name] = {"mean": mean, "std": std, "min": mean - 2 * std, "max": mean + 2 * std}
+    return stats
+
+
+def build(
+    kind: str,
+    inputs: dict[str, tuple[int, ...]],
+    action_dim: int,
+    seed: int = 0,
+    **overrides: object,
+) -> torch.nn.Module:
+    """An ACT or Diffusion policy for ``inputs`` (images CHW), small enough for a CPU."""
+    from lerobot.configs.types import FeatureType, PolicyFeature
+
+    def feature(name: str, shape: tuple[int, ...]) -> PolicyFeature:
+        kind_of = FeatureType.VISUAL if len(shape) == 3 else FeatureType.STATE
+        if name == "observation.environment_state":
+            kind_of = FeatureType.ENV
+        return PolicyFeature(type=kind_of, shape=shape)
+
+    features = {name: feature(name, shape) for name, shape in inputs.items()}
+    action = {"action": PolicyFeature(type=FeatureType.ACTION, shape=(action_dim,))}
+    torch.manual_seed(seed)
+    if kind == "act":
+        from lerobot.policies.act.configuration_act import ACTConfig
+        from lerobot.policies.act.modeling_act import ACTPolicy
+
+        config = ACTConfig(
+            input_features=features, output_features=action, device="cpu",
+            pretrained_backbone_weights=None, replace_final_stride_with_dilation=False,
+            dim_model=64, n_heads=2, dim_feedforward=128, n_encoder_layers=1,
+            n_decoder_layers=1, latent_dim=8, chunk_size=8, n_action_steps=8,
+            **overrides,
+        )  # fmt: skip
+        return ACTPolicy(config)
+    if kind == "diffusion":
+        from lerobot.policies.diffusion.configuration_diffusion import DiffusionConfig
+        from lerobot.policies.diffusion.modeling_diffusion import DiffusionPolicy
+
+        image = next((s for s in inputs.values() if len(s) == 3), None)
+        crop = (image[1] - 8, image[2] - 8) if image else None
+        config = DiffusionConfig(
+            input_features=features, output_features=action, device="cpu",
+            pretrained_backbone_weights=None, use_group_norm=True, crop_shape=crop,
+            down_dims=(32, 64), diffusion_step_embed_dim=32, spatial_softmax_num_keypoints=8,
+            n_obs_steps=2, horizon=8, n_action_steps=4, num_inference_steps=4,
+            **overrides,
+        )  # fmt: skip
+        return DiffusionPolicy(config)
+    raise ValueError(f"unknown kind {kind!r}; valid: {', '.join(KINDS)}")
+
+
+def save(policy: torch.nn.Module, directory: Path, seed: int = 0) -> Path:
+    """The policy and its pre/post-processors (with made-up statistics) in ``directory``."""
+    from lerobot.policies.factory import make_pre_post_processors
+
+    config = policy.config
+    shapes = {k: tuple(f.shape) for k, f in config.input_features.items()}
+    shapes["action"] = tuple(config.output_features["action"].shape)
+    pre, post = make_pre_post_processors(config, dataset_stats=_stats(shapes, seed))
+    directory.mkdir(parents=True, exist_ok=True)
+    policy.save_pretrained(directory)
+    pre.save_pretrained(directory)
+    post.save_pretrained(directory)
+    return directory
+
+
+def checkpoint(
+    kind: str,
+    directory: Path,
+    inputs: dict[str, tuple[int, ...]],
+    action_dim: int,
+    seed: int = 0,
+    **overrides: object,
+) -> Path:
+    """``build`` then ``save``: a checkpoint folder that ``lerobot:DIR`` loads."""
+    return save(build(kind, inputs, action_dim, seed, **overrides), directory, seed)

@@ -1,0 +1,193 @@
+"""LeRobot checkpoints (ACT, Diffusion Policy) built here with random weights and saved with
+their processors, evaluated through ``lerobot:DIR`` on Meta-World and LIBERO pixels: LeRobot's
+own preprocessing and processors, per-slot queues and seeds (records independent of batch size
+and worker count), the feature check, and one-line load errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch._dynamo
+from conftest import outcomes, read_metrics
+
+from pytest_benchmarks.api import evaluate
+from pytest_benchmarks.core import catalog
+from pytest_benchmarks.policies import make_policy
+
+pytest.importorskip("lerobot.policies", reason="LeRobot is not installed")
+
+import lerobot_models
+
+lerobot_models.preload()
+
+IMAGE = 48
+MW_INPUTS = {"observation.state": (39,), "observation.images.corner2": (3, IMAGE, IMAGE)}
+RUN = {"tasks": ["reach-v3"], "episodes": 4, "max_steps": 10, "obs": "pixels",
+       "image_size": IMAGE, "device": "cpu"}  # fmt: skip
+TESTS = """
+import pytest
+
+pytestmark = pytest.mark.benchmark_env("metaworld")
+
+def test_rollout(evaluate):
+    assert evaluate().error is None
+"""
+
+
+@pytest.fixture(scope="module", params=lerobot_models.KINDS)
+def checkpoint(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp(request.param)
+    return lerobot_models.checkpoint(request.param, folder, MW_INPUTS, action_dim=4)
+
+
+def records(run: object) -> list[tuple]:
+    return [e.outcome() for r in run.results for e in r.episodes]  # type: ignore[attr-defined]
+
+
+def test_records_are_the_same_at_every_batch_size_and_on_rerun(checkpoint: Path):
+    runs = {
+        b: evaluate("metaworld", f"lerobot:{checkpoint}", batch_size=b, **RUN) for b in (1, 2, 4)
+    }
+    again = evaluate("metaworld", f"lerobot:{checkpoint}", batch_size=2, **RUN)
+    for run in [*runs.values(), again]:
+        assert [r.error for r in run.results] == [None]
+    assert records(runs[1]) == records(runs[2]) == records(runs[4]) == records(again)
+    # The episodes differ from one another: the check compares real trajectories.
+    assert len({rec[5] for rec in records(runs[1])}) == RUN["episodes"]
+    policy = runs[1].results[0].policy
+    assert policy["source"] == "lerobot" and policy["id"] == str(checkpoint.resolve())
+    assert policy["revision"] and len(policy["revision"]) >= 12
+
+
+def test_pytest_with_two_workers_gives_the_api_records(pytester: pytest.Pytester, tmp_path: Path):
+    folder = lerobot_models.checkpoint("act", tmp_path / "act", MW_INPUTS, action_dim=4, seed=3)
+    api = evaluate("metaworld", f"lerobot:{folder}", batch_size=1,
+                   **{**RUN, "tasks": ["reach-v3", "push-v3"], "episodes": 2})  # fmt: skip
+    pytester.makepyfile(test_mw=TESTS)
+    metrics = tmp_path / "m.json"
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "-p", "no:cacheprovider", f"--benchmark-policy=lerobot:{folder}",
+        "--benchmark-task=reach-v3,push-v3", "--benchmark-episodes=2", "--benchmark-max-steps=10",
+        "--benchmark-obs=pixels", f"--benchmark-image-size={IMAGE}", "--benchmark-device=cpu",
+        f"--benchmark-metrics={metrics}",
+    )  # fmt: skip
+    result.assert_outcomes(passed=2)
+    assert outcomes(read_metrics(metrics)) == outcomes(api.metrics)
+
+
+def lerobot_action(folder: Path, observation: dict, with_processors: bool) -> np.ndarray:
+    """One action by LeRobot's own code: its policy class, processors and preprocessing."""
+    from lerobot.configs.policies import PreTrainedConfig
+    from lerobot.envs.utils import preprocess_observation
+    from lerobot.policies.factory import get_policy_class, make_pre_post_processors
+
+    config = PreTrainedConfig.from_pretrained(folder)
+    policy = get_policy_class(config.type).from_pretrained(folder, config=config).eval()
+    policy.reset()
+    batch = preprocess_observation(observation)
+    batch["task"] = ["reach"]
+    torch.manual_seed(7)
+    if not with_processors:
+        return policy.select_action(batch).numpy()
+    pre, post = make_pre_post_processors(config, pretrained_path=str(folder))
+    return post(policy.select_action(pre(batch))).numpy()
+
+
+def test_actions_go_through_the_checkpoint_processors(checkpoint: Path):
+    benchmark = catalog.get("metaworld")
+    task = benchmark.select(["reach-v3"])[0]
+    from pytest_benchmarks.core.settings import Settings
+
+    config = Settings(
+        envs=None, tasks=None, episodes=1, batch_size=1, sync=True, seed=0, policy="x",
+        max_steps=None, metrics=Path("m.json"), obs="pixels", image_size=(IMAGE, IMAGE),
+    ).env_config(task)  # fmt: skip
+    policy = make_policy(f"lerobot:{checkpoint}", benchmark, config, 1, "cpu")
+    rng = np.random.default_rng(0)
+    image = rng.integers(0, 256, (1, IMAGE, IMAGE, 3), dtype=np.uint8)
+    state = rng.normal(size=(1, 39)).astype(np.float32)
+    batch = {"observation.state": state, "observation.images.corner2": image, "task": ["reach"]}
+    policy.reset([0], [7])
+    policy.act(batch)
+    ours = policy.last_raw  # type: ignore[attr-defined]
+    raw = {"pixels": {"corner2": image}, "agent_pos": state}
+    assert np.array_equal(ours, lerobot_action(checkpoint, raw, with_processors=True))
+    unprocessed = lerobot_action(checkpoint, raw, with_processors=False)
+    assert np.abs(ours - unprocessed).max() > 1e-3
+
+
+def run_policy(pytester: pytest.Pytester, folder: Path, *extra: str) -> pytest.RunResult:
+    pytester.makepyfile(test_mw=TESTS)
+    return pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", f"--benchmark-policy=lerobot:{folder}",
+        "--benchmark-task=reach-v3", "--benchmark-episodes=1", "--benchmark-max-steps=4",
+        f"--benchmark-image-size={IMAGE}", "--benchmark-device=cpu", *extra,
+    )  # fmt: skip
+
+
+def test_a_policy_that_does_not_fit_the_env_gets_the_feature_diff(
+    pytester: pytest.Pytester, tmp_path: Path
+):
+    folder = lerobot_models.checkpoint(
+        "act", tmp_path / "act", {"observation.state": (8,), "observation.images.top": (3, 32, 32)},
+        action_dim=4,
+    )  # fmt: skip
+    result = run_policy(pytester, folder)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([
+        f"*lerobot:{folder.resolve()} does not fit metaworld/reach-v3:",
+        "*~ observation.state: the policy wants [[]8], the env gives [[]4]",
+        "*- observation.images.top [[]3, 32, 32]: the env does not provide it",
+    ])  # fmt: skip
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_lerobot_policies_get_lerobots_layout_unless_asked_otherwise(
+    pytester: pytest.Pytester, tmp_path: Path
+):
+    """A checkpoint in LeRobot's Meta-World layout runs with no layout flags; with the project's
+    own pixels layout the same checkpoint gets the diff."""
+    inputs = {"observation.state": (4,), "observation.image": (3, IMAGE, IMAGE)}
+    folder = lerobot_models.checkpoint("act", tmp_path / "act", inputs, action_dim=4)
+    run_policy(pytester, folder).assert_outcomes(passed=1)
+    own = run_policy(pytester, folder, "--benchmark-obs=pixels")
+    own.assert_outcomes(errors=1)
+    own.stdout.fnmatch_lines(["*- observation.image [[]3, 48, 48]: the env does not provide it"])
+
+
+def test_a_camera_the_env_lacks_is_padded_with_a_blank_image(
+    pytester: pytest.Pytester, tmp_path: Path
+):
+    inputs = {**MW_INPUTS, "observation.images.wrist": (3, IMAGE, IMAGE)}
+    folder = lerobot_models.checkpoint("act", tmp_path / "act", inputs, action_dim=4)
+    run_policy(pytester, folder, "--benchmark-obs=pixels").assert_outcomes(passed=1)
+
+
+def test_load_errors_are_one_line(pytester: pytest.Pytester, tmp_path: Path):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text(json.dumps(["not", "a", "config"]))
+    result = run_policy(pytester, broken)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"*lerobot:{broken.resolve()}: not a LeRobot checkpoint (*"])
+    assert "Traceback" not in result.stdout.str()
+    absent = pytester.runpytest_subprocess("--benchmark-policy=lerobot:./absent/model")
+    assert absent.ret == pytest.ExitCode.USAGE_ERROR
+    absent.stderr.fnmatch_lines(
+        ["ERROR: --benchmark-policy: lerobot:./absent/model: no such directory"]
+    )
+
+
+def test_libero_pixels(tmp_path: Path):
+    inputs = {"observation.state": (8,),
+              "observation.images.agentview_image": (3, IMAGE, IMAGE),
+              "observation.images.robot0_eye_in_hand_image": (3, IMAGE, IMAGE)}  # fmt: skip
+    folder = lerobot_models.checkpoint("act", tmp_path / "act", inputs, action_dim=7)
+    run = evaluate("libero", f"lerobot:{folder}", tasks=["libero_spatial/0"], episodes=1,
+                   max_steps=6, obs="pixels", image_size=IMAGE, device="cpu")  # fmt: skip
+    assert [r.error for r in run.results] == [None]
+    assert run.results[0].episodes[0].steps == 6

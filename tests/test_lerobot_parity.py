@@ -1,0 +1,218 @@
+"""Parity with LeRobot's own evaluation: the same checkpoint, task, initial state and seed give
+the same observations and actions, step for step, through this harness (``lerobot`` layout) and
+through LeRobot's env wrapper and ``lerobot_eval.rollout``.
+
+Both sides run unmodified code; the LeRobot side is only told which goal variation to start from
+(``set_task``), the harness's episode's initial state, and how many steps to take.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch._dynamo
+
+from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.settings import Settings
+from pytest_benchmarks.engine.evaluation import evaluate_task
+from pytest_benchmarks.engine.vector import LazyVectorEnv
+from pytest_benchmarks.policies import make_policy
+
+pytest.importorskip("lerobot.policies", reason="LeRobot is not installed")
+
+import lerobot_models
+
+lerobot_models.preload()
+
+#: LeRobot's Meta-World wrapper renders 480x480 whatever it is given.
+SIZE = 480
+STEPS = 12
+SEED = 1000
+
+
+def harness(folder: Path, task_name: str, episode: int) -> dict[str, Any]:
+    """Observations (in LeRobot's format) and actions of one episode through the harness."""
+    benchmark = catalog.get("metaworld")
+    task = benchmark.select([task_name])[0]
+    config = Settings(
+        envs=None, tasks=None, episodes=1, batch_size=1, sync=True, seed=SEED,
+        policy=f"lerobot:{folder}", max_steps=STEPS, metrics=Path("m.json"),
+        image_size=(SIZE, SIZE),
+    ).env_config(task)  # fmt: skip
+    assert config.obs == "lerobot"  # the default for a LeRobot policy
+    processors = benchmark.processors(config)
+    policy = make_policy(f"lerobot:{folder}", benchmark, config, 1, "cpu", processors.features)
+    seen: dict[str, list[Any]] = {"observation": [], "raw_action": [], "description": []}
+    act = policy.act
+
+    def recording_act(batch: dict[str, Any]) -> np.ndarray:
+        seen["observation"].append(policy.observation(batch, 0))  # type: ignore[attr-defined]
+        seen["description"].append(batch["task"][0])
+        actions = act(batch)
+        seen["raw_action"].append(policy.last_raw[0].copy())  # type: ignore[attr-defined]
+        return actions
+
+    policy.act = recording_act  # type: ignore[method-assign]
+    env = LazyVectorEnv(config, 1, sync=True)
+    result = evaluate_task(env, policy, processors, SEED, [episode], lambda r: None)
+    assert result.error is None and result.episodes[0].steps == STEPS
+    seen["init_state"] = result.episodes[0].init_state
+    seen["seed"] = result.episodes[0].seed
+    return seen
+
+
+def lerobot(folder: Path, task_name: str, init_state: int, seed: int) -> dict[str, Any]:
+    """The same episode through LeRobot's MetaworldEnv and lerobot-eval's rollout."""
+    import gymnasium as gym
+    import metaworld
+    from lerobot.configs.policies import PreTrainedConfig
+    from lerobot.envs.metaworld import MetaworldEnv
+    from lerobot.envs.utils import preprocess_observation
+    from lerobot.policies.factory import get_policy_class, make_pre_post_processors
+    from lerobot.processor.pipeline import PolicyProcessorPipeline
+    from lerobot.scripts.lerobot_eval import rollout
+
+    def make() -> MetaworldEnv:
+        env = MetaworldEnv(task=task_name, obs_type="pixels_agent_pos")
+        env._env.set_task(metaworld.MT1(task_name, seed=SEED).train_tasks[init_state])
+        env._max_episode_steps = STEPS
+        return env
+
+    vector = gym.vector.SyncVectorEnv([make])
+    config = PreTrainedConfig.from_pretrained(folder)
+    config.device = "cpu"
+    policy = get_policy_class(config.type).from_pretrained(folder, config=config).eval()
+    pre, post = make_pre_post_processors(config, pretrained_path=str(folder))
+    identity = PolicyProcessorPipeline(steps=[])
+    torch.manual_seed(seed)  # the harness seeds each episode's torch RNG with its seed
+    out = rollout(
+        vector, policy, identity, PolicyProcessorPipeline(steps=[]), pre, post,
+        seeds=[seed], return_observations=True,
+    )  # fmt: skip
+    description = vector.envs[0].task_description
+    vector.close()
+    steps = out["action"].shape[1]
+    observations = [
+        {k: v[:, t] for k, v in out["observation"].items()} for t in range(steps)
+    ]  # fmt: skip
+    assert preprocess_observation  # the rollout's own conversion produced these
+    return {"observation": observations, "action": out["action"][0].numpy(),
+            "description": description}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", lerobot_models.KINDS)
+def test_metaworld_matches_lerobot_eval_step_for_step(kind: str, tmp_path: Path):
+    inputs = {"observation.state": (4,), "observation.image": (3, SIZE, SIZE)}
+    folder = lerobot_models.checkpoint(kind, tmp_path / kind, inputs, action_dim=4)
+    ours = harness(folder, "reach-v3", episode=3)
+    theirs = lerobot(folder, "reach-v3", ours["init_state"], ours["seed"])
+    assert len(ours["raw_action"]) == len(theirs["action"]) == STEPS
+    for step, (mine, other) in enumerate(
+        zip(ours["observation"], theirs["observation"], strict=True)
+    ):
+        for key in ("observation.image", "observation.state"):
+            assert torch.equal(mine[key], other[key]), f"step {step}: {key} differs"
+    actions = np.stack(ours["raw_action"])
+    difference = np.abs(actions - theirs["action"]).max()
+    print(f"{kind}: {STEPS} steps, max |action difference| = {difference}")
+    assert difference == 0.0
+    assert set(ours["description"]) == {theirs["description"]}
+
+
+LIBERO_SIZE = 64
+
+
+def test_libero_matches_lerobot_eval_step_for_step(tmp_path: Path):
+    import gymnasium as gym
+
+    from pytest_benchmarks.envs.libero_setup import prepare
+
+    prepare()  # LIBERO's config.yaml, so that importing libero.libero never prompts
+    from lerobot.configs.policies import PreTrainedConfig
+    from lerobot.envs.libero import LiberoEnv
+    from lerobot.policies.factory import get_policy_class, make_pre_post_processors
+    from lerobot.processor.env_processor import LiberoProcessorStep
+    from lerobot.processor.pipeline import PolicyProcessorPipeline
+    from lerobot.scripts.lerobot_eval import rollout
+    from libero.libero import benchmark as libero_benchmark
+
+    inputs = {"observation.state": (8,), "observation.images.image": (3, LIBERO_SIZE, LIBERO_SIZE),
+              "observation.images.image2": (3, LIBERO_SIZE, LIBERO_SIZE)}  # fmt: skip
+    folder = lerobot_models.checkpoint("act", tmp_path / "act", inputs, action_dim=7)
+
+    benchmark = catalog.get("libero")
+    task = benchmark.select(["libero_spatial/0"])[0]
+    config = Settings(
+        envs=None, tasks=None, episodes=1, batch_size=1, sync=True, seed=SEED,
+        policy=f"lerobot:{folder}", max_steps=STEPS, metrics=Path("m.json"),
+        image_size=(LIBERO_SIZE, LIBERO_SIZE),
+    ).env_config(task)  # fmt: skip
+    assert config.obs == "lerobot"
+    processors = benchmark.processors(config)
+    policy = make_policy(f"lerobot:{folder}", benchmark, config, 1, "cpu", processors.features)
+    ours: dict[str, list[Any]] = {"observation": [], "action": []}
+    act = policy.act
+
+    def recording_act(batch: dict[str, Any]) -> np.ndarray:
+        ours["observation"].append(policy.observation(batch, 0))  # type: ignore[attr-defined]
+        actions = act(batch)
+        ours["action"].append(policy.last_raw[0].copy())  # type: ignore[attr-defined]
+        return actions
+
+    policy.act = recording_act  # type: ignore[method-assign]
+    result = evaluate_task(
+        LazyVectorEnv(config, 1, sync=True), policy, processors, SEED, [2], lambda r: None
+    )
+    assert result.error is None
+    episode = result.episodes[0]
+
+    suite = libero_benchmark.get_benchmark_dict()["libero_spatial"]()
+    vector = gym.vector.SyncVectorEnv([lambda: LiberoEnv(
+        suite, task_id=task.task_id, task_suite_name="libero_spatial", episode_length=STEPS,
+        obs_type="pixels_agent_pos", observation_width=LIBERO_SIZE,
+        observation_height=LIBERO_SIZE, episode_index=episode.init_state,
+    )])  # fmt: skip
+    theirs: list[dict[str, Any]] = []
+    env_step = PolicyProcessorPipeline(steps=[LiberoProcessorStep()])
+
+    def recording_env_preprocessor(observation: dict[str, Any]) -> dict[str, Any]:
+        theirs.append(env_step(observation))
+        return theirs[-1]
+
+    lerobot_config = PreTrainedConfig.from_pretrained(folder)
+    lerobot_config.device = "cpu"
+    lerobot_policy = get_policy_class(lerobot_config.type).from_pretrained(
+        folder, config=lerobot_config
+    ).eval()  # fmt: skip
+    pre, post = make_pre_post_processors(lerobot_config, pretrained_path=str(folder))
+    torch.manual_seed(episode.seed)
+    out = rollout(
+        vector, lerobot_policy, recording_env_preprocessor, PolicyProcessorPipeline(steps=[]),
+        pre, post, seeds=[episode.seed],
+    )  # fmt: skip
+    assert vector.envs[0].task_description == task.description
+    vector.close()
+    assert len(ours["action"]) == out["action"].shape[1] == STEPS
+    for step, (mine, other) in enumerate(zip(ours["observation"], theirs, strict=True)):
+        for key in ("observation.images.image", "observation.images.image2", "observation.state"):
+            assert torch.equal(mine[key], other[key]), f"step {step}: {key} differs"
+    difference = np.abs(np.stack(ours["action"]) - out["action"][0].numpy()).max()
+    print(f"libero act: {STEPS} steps, max |action difference| = {difference}")
+    assert difference == 0.0
+
+
+def test_lerobot_axis_angle_without_torch_agrees_with_torch():
+    from pytest_benchmarks.envs.libero import axis_angle_float32_numpy, axis_angle_float32_torch
+
+    rng = np.random.default_rng(0)
+    quats = rng.normal(size=(256, 4))
+    quats /= np.linalg.norm(quats, axis=1, keepdims=True)
+    quats[0] = [0.0, 0.0, 0.0, 1.0]  # no rotation: the axis is undefined, the result zero
+    np.testing.assert_allclose(
+        axis_angle_float32_numpy(quats), axis_angle_float32_torch(quats), atol=2e-6
+    )
+    assert not axis_angle_float32_torch(quats[:1]).any()
