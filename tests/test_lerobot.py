@@ -6,6 +6,7 @@ and worker count), the feature check, and one-line load errors."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -120,7 +121,7 @@ def test_actions_go_through_the_checkpoint_processors(checkpoint: Path):
     assert np.abs(ours - unprocessed).max() > 1e-3
 
 
-def run_policy(pytester: pytest.Pytester, folder: Path, *extra: str) -> pytest.RunResult:
+def run_policy(pytester: pytest.Pytester, folder: Path | str, *extra: str) -> pytest.RunResult:
     pytester.makepyfile(test_mw=TESTS)
     return pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", f"--benchmark-policy=lerobot:{folder}",
@@ -191,3 +192,62 @@ def test_libero_pixels(tmp_path: Path):
                    max_steps=6, obs="pixels", image_size=IMAGE, device="cpu")  # fmt: skip
     assert [r.error for r in run.results] == [None]
     assert run.results[0].episodes[0].steps == 6
+
+
+def test_a_hub_checkpoint_from_the_local_cache_offline(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    inputs = {"observation.state": (4,), "observation.image": (3, IMAGE, IMAGE)}
+    folder = lerobot_models.checkpoint("act", tmp_path / "act", inputs, action_dim=4)
+    commit = "89abcdef0123456789abcdef0123456789abcdef"
+    base = tmp_path / "hub" / "models--my-org--act-reach"  # huggingface_hub's cache layout
+    (base / "refs").mkdir(parents=True)
+    (base / "refs" / "main").write_text(commit)
+    shutil.copytree(folder, base / "snapshots" / commit)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    metrics = tmp_path / "m.json"
+    run_policy(pytester, "my-org/act-reach", f"--benchmark-metrics={metrics}").assert_outcomes(
+        passed=1
+    )
+    identity = read_metrics(metrics)["results"][0]["policy"]
+    assert identity == {"source": "lerobot", "id": "my-org/act-reach", "revision": commit}
+    missing = run_policy(pytester, "my-org/absent")
+    missing.assert_outcomes(errors=1)
+    missing.stdout.fnmatch_lines(["*lerobot:my-org/absent: not in the local Hub cache*"])
+
+
+@pytest.mark.parametrize("kind", ["smolvla", "pi0"])
+def test_smolvla_and_pi0_configs_go_through_the_same_feature_check(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+):
+    """Their weights come from the Hub, so only their configs are built here. SmolVLA's fits
+    LeRobot's Meta-World layout, and loading stops at its missing backbone, in one line; pi0's
+    meets an env without cameras and gets the diff."""
+    from lerobot.configs.policies import PreTrainedConfig
+    from lerobot.configs.types import FeatureType, PolicyFeature
+
+    config = PreTrainedConfig.get_choice_class(kind)(
+        input_features={
+            "observation.image": PolicyFeature(type=FeatureType.VISUAL, shape=(3, IMAGE, IMAGE)),
+            "observation.state": PolicyFeature(type=FeatureType.STATE, shape=(4,)),
+        },
+        output_features={"action": PolicyFeature(type=FeatureType.ACTION, shape=(4,))},
+        device="cpu",
+    )
+    folder = tmp_path / kind
+    folder.mkdir()
+    config._save_pretrained(folder)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    if kind == "smolvla":
+        result = run_policy(pytester, folder)
+        result.stdout.fnmatch_lines([f"*metaworld/reach-v3: lerobot:{folder}: cannot load (*"])
+    else:
+        result = run_policy(pytester, folder, "--benchmark-obs=state")
+        result.stdout.fnmatch_lines([
+            f"*lerobot:{folder} does not fit metaworld/reach-v3:",
+            f"*- observation.image [[]3, {IMAGE}, {IMAGE}]: the env does not provide it",
+            "*~ observation.state: the policy wants [[]4], the env gives [[]39]",
+        ])  # fmt: skip
+    result.assert_outcomes(errors=1)
+    assert "Traceback" not in result.stdout.str()
