@@ -30,12 +30,12 @@ TASK = "reach-v3"
 def timed(command: list[str], cwd: Path) -> tuple[float, float]:
     """Wall seconds and peak resident memory (MiB, the largest process of the tree)."""
     started = time.perf_counter()
-    process = subprocess.Popen(
-        command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    _, status, usage = os.wait4(process.pid, 0)
-    elapsed = time.perf_counter() - started
-    stderr = process.stderr.read() if process.stderr else ""
+    with tempfile.TemporaryFile("w+") as log:  # a file, not a pipe: nothing blocks on output
+        process = subprocess.Popen(command, cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(process.pid, 0)
+        elapsed = time.perf_counter() - started
+        log.seek(0)
+        stderr = log.read()
     if os.waitstatus_to_exitcode(status) not in (0, 1):  # pytest exits 1 when a check fails
         raise RuntimeError(f"{command[0]} failed:\n{stderr[-2000:]}")
     # Linux reports the larger of the process's own peak and its reaped children's.
@@ -100,6 +100,11 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "tests"))
     import lerobot_models
+
+    from pytest_benchmarks.engine import rendering
+
+    # The same GL backend for both (lerobot-eval picks none itself: OSMesa on a CPU).
+    rendering.choose_backend()
 
     work = Path(tempfile.mkdtemp(prefix="lerobot-speed-"))
     inputs = {"observation.state": (4,), "observation.image": (3, 480, 480)}
