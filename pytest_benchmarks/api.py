@@ -88,7 +88,6 @@ def evaluate(
     settings = replace(
         validation.settings({k: v for k, v in raw.items() if v is not None}, Path.cwd()),
         policy=spec,
-        batch_size=batch_size,
     )
     selection = validation.select(settings).tasks
     slots = min(batch_size, episodes) if batch_size else auto_batch_size(episodes)

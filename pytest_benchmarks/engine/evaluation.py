@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.plan import plan_episodes
 from pytest_benchmarks.core.policy import Policy
 from pytest_benchmarks.core.processors import EnvProcessors
@@ -22,12 +23,6 @@ from pytest_benchmarks.engine.video import error_path, video_path
 
 class WorkerDied(RuntimeError):
     """A vector-env worker process died mid-task (killed by a signal, or exited)."""
-
-
-def one_line(exc: BaseException) -> str:
-    """An exception as one line: type and the first line of its message."""
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 def evaluate_task(

@@ -1,8 +1,7 @@
 """LeRobot policies (``lerobot:REPO_ID_OR_DIR``), acting as in LeRobot's own evaluation.
 
 Each step runs LeRobot's own code path, as ``lerobot-eval`` does: ``preprocess_observation``
-(images HWC uint8 to CHW float32 in [0, 1], the state as float32), the task strings, the env's
-LeRobot processors (identity: the env's own processors give LeRobot's layouts), the
+(images HWC uint8 to CHW float32 in [0, 1], the state as float32), the task strings, the
 checkpoint's pre-processor (normalisation, device), ``select_action``, then the post-processor
 (unnormalisation) on the action.
 
@@ -16,7 +15,8 @@ same as ``lerobot-eval`` at batch size 1.
 ``lerobot-eval`` hands actions to the env unclipped, and the simulators clip them to the action
 space first thing (Meta-World's ``step``, robosuite's controllers); the harness refuses actions
 outside the action space, so the adapter clips them as the env would, which leaves the env's
-trajectory unchanged.
+trajectory unchanged. LeRobot's env processors are not run: the env's own processors already
+give LeRobot's layouts (``LiberoProcessorStep``'s result for LIBERO), as the parity tests check.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.features import IMAGE_PREFIX, Feature, check_features
 from pytest_benchmarks.core.tasks import EnvConfig
 
@@ -42,11 +43,6 @@ ENV_STATE = "observation.environment_state"
 
 class LeRobotLoadError(ValueError):
     """A LeRobot checkpoint that cannot be loaded or does not fit the env; one line."""
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 def is_image(name: str) -> bool:
@@ -71,7 +67,7 @@ def episode_state_names(policy: torch.nn.Module) -> list[str]:
     policy.reset()
     names = []
     for name, value in vars(policy).items():
-        if name.startswith("_") and name in ("_parameters", "_buffers", "_modules"):
+        if name in ("_parameters", "_buffers", "_modules"):
             continue
         replaced = before.get(name) is not value
         queue_like = isinstance(value, deque) or (
@@ -88,7 +84,7 @@ class LeRobotPolicy:
     def __init__(
         self,
         policy: Any,
-        processors: tuple[Any, Any, Any, Any],
+        processors: tuple[Any, Any],
         identity: dict[str, str | None],
         device: str,
         num_envs: int,
@@ -97,9 +93,7 @@ class LeRobotPolicy:
     ) -> None:
         self.policy, self._identity, self.device = policy, identity, device
         self.bounds = bounds
-        self.preprocessor, self.postprocessor, self.env_preprocessor, self.env_postprocessor = (
-            processors
-        )
+        self.preprocessor, self.postprocessor = processors
         self.pad = list(pad)
         self.state_names = episode_state_names(policy)
         self._fresh = {n: copy.deepcopy(getattr(policy, n)) for n in self.state_names}
@@ -128,7 +122,7 @@ class LeRobotPolicy:
             policy_config = PreTrainedConfig.from_pretrained(folder)
             policy_config.device = device
         except Exception as exc:
-            raise LeRobotLoadError(f"{name}: not a LeRobot checkpoint ({_one_line(exc)})") from None
+            raise LeRobotLoadError(f"{name}: not a LeRobot checkpoint ({one_line(exc)})") from None
         wanted = {k: tuple(f.shape) for k, f in policy_config.input_features.items()}
         pad = check_features(name, config.task.id, wanted, policy_view(features))
         try:
@@ -142,11 +136,10 @@ class LeRobotPolicy:
                 preprocessor_overrides={"device_processor": {"device": device}},
             )
         except Exception as exc:
-            raise LeRobotLoadError(f"{name}: cannot load ({_one_line(exc)})") from None
-        env_pre, env_post = env_processors(config, policy_config)
+            raise LeRobotLoadError(f"{name}: cannot load ({one_line(exc)})") from None
         _, action_space = catalog.get(config.task.env).spaces(config)
         return cls(
-            policy, (pre, post, env_pre, env_post), identity, device, num_envs,
+            policy, (pre, post), identity, device, num_envs,
             [(k, wanted[k]) for k in pad], (action_space.low, action_space.high),
         )  # fmt: skip
 
@@ -185,12 +178,9 @@ class LeRobotPolicy:
         return observation
 
     def act(self, batch: dict[str, Any]) -> np.ndarray:
-        from lerobot.utils.constants import ACTION
-
         actions = []
         for slot, state in enumerate(self._states):
-            observation = self.env_preprocessor(self.observation(batch, slot))
-            observation = self.preprocessor(observation)
+            observation = self.preprocessor(self.observation(batch, slot))
             for name, value in state.items():
                 setattr(self.policy, name, value)
             cpu, cuda = self._rng[slot]
@@ -205,7 +195,6 @@ class LeRobotPolicy:
                 )  # fmt: skip
             self._states[slot] = {n: getattr(self.policy, n) for n in self.state_names}
             action = self.postprocessor(action)
-            action = self.env_postprocessor({ACTION: action})[ACTION]
             actions.append(action.to("cpu", torch.float32).numpy()[0])
         self.last_raw = np.stack(actions)
         if self.bounds is None:
@@ -220,12 +209,3 @@ def _slice_nested(value: Any, slot: int) -> Any:
     if isinstance(value, dict):
         return {k: _slice_nested(v, slot) for k, v in value.items()}
     return value[slot : slot + 1]
-
-
-def env_processors(config: EnvConfig, policy_config: Any) -> tuple[Any, Any]:
-    """LeRobot's env pre/post-processors: identity, since the harness's own env processors
-    already give LeRobot's layouts (what ``LiberoProcessorStep`` computes for LIBERO: images
-    turned by 180 degrees, the 8-D state), which the parity tests check against LeRobot's code."""
-    from lerobot.processor.pipeline import PolicyProcessorPipeline
-
-    return PolicyProcessorPipeline(steps=[]), PolicyProcessorPipeline(steps=[])
