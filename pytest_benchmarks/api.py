@@ -25,7 +25,9 @@ from pytest_benchmarks.core.policy import Policy
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.settings import DEFAULT_EPISODES, DEFAULT_SEED
 from pytest_benchmarks.core.tasks import EnvConfig
+from pytest_benchmarks.engine.dataset import DatasetSummary, build_dataset
 from pytest_benchmarks.engine.evaluation import evaluate_task
+from pytest_benchmarks.engine.recording import EpisodeRecorder, parts_dir
 from pytest_benchmarks.engine.vector import LazyVectorEnv, auto_batch_size
 from pytest_benchmarks.metrics import run_info
 from pytest_benchmarks.metrics.document import build_metrics, write_metrics
@@ -42,6 +44,8 @@ class Evaluation:
 
     results: list[TaskResult] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
+    #: What ``record`` wrote, when it was given.
+    dataset: DatasetSummary | None = None
 
 
 def evaluate(
@@ -57,6 +61,8 @@ def evaluate(
     image_size: int | str | tuple[int, int] | None = None,
     device: str = "auto",
     metrics: str | Path | None = None,
+    record: str | Path | None = None,
+    record_only: str = "all",
 ) -> Evaluation:
     """Run ``episodes`` episodes of every selected task with ``policy``.
 
@@ -64,7 +70,9 @@ def evaluate(
     selection). Every argument takes what its ``--benchmark-*`` option takes and is checked
     the same way (``validation.OptionError``, one line). A policy object must serve
     ``batch_size`` slots. The metrics JSON goes to
-    ``metrics`` when given (atomically, rewritten after every task).
+    ``metrics`` when given (atomically, rewritten after every task). ``record`` names a new
+    directory that receives every episode as a LeRobotDataset (``record_only="success"``: the
+    successful ones), as ``--benchmark-record`` does; ``Evaluation.dataset`` is its summary.
     """
     names = [benchmarks] if isinstance(benchmarks, str) else list(benchmarks)
     spec = policy if isinstance(policy, str) else "object"
@@ -83,6 +91,8 @@ def evaluate(
         else image_size,
         "--benchmark-device": device,
         "--benchmark-metrics": str(metrics) if metrics else "metrics.json",
+        "--benchmark-record": str(record) if record else None,
+        "--benchmark-record-only": record_only,
     }
     # The plugin's own validation: the same one-line errors (validation.OptionError, a ValueError).
     settings = replace(
@@ -90,6 +100,7 @@ def evaluate(
         policy=spec,
     )
     selection = validation.select(settings).tasks
+    validation.check_record_path(settings.record)
     slots = min(batch_size, episodes) if batch_size else auto_batch_size(episodes)
     started = time.time()
     static = run_info.static_info(list(sys.argv), Path.cwd())
@@ -109,8 +120,24 @@ def evaluate(
                     task_policy = policy
                 else:
                     task_policy = policy(config, env.num_envs)
+                recorder = None
+                if settings.record is not None:
+                    recorder = EpisodeRecorder(
+                        task,
+                        processors.features,
+                        parts_dir(settings.record),
+                        settings.record_only,
+                        benchmark.fps,
+                        benchmark.robot_type,
+                    )
                 result = evaluate_task(
-                    env, task_policy, processors, seed, range(episodes), lambda r: None
+                    env,
+                    task_policy,
+                    processors,
+                    seed,
+                    range(episodes),
+                    lambda r: None,
+                    recorder=recorder,
                 )
             finally:
                 env.close()
@@ -123,4 +150,6 @@ def evaluate(
     out.metrics = build_metrics(out.results, run, spec)
     if metrics:
         write_metrics(Path(metrics), out.metrics)
+    if settings.record is not None:
+        out.dataset = build_dataset(parts_dir(settings.record), settings.record)
     return out

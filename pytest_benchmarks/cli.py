@@ -1,9 +1,12 @@
-"""``pytest-benchmarks merge | compare | report``: work with metrics JSON files outside pytest.
+"""``pytest-benchmarks merge | compare | report | record-build``: work with a run's files outside
+pytest.
 
 ``merge`` joins the metrics of CI shards (or xdist remote machines) into one run and refuses
 inputs that overlap or were made with different settings; ``compare`` applies the regression
 gate's statistics to two runs and exits 1 when a task's success rate dropped significantly;
-``report`` writes a Markdown table (for ``$GITHUB_STEP_SUMMARY``) and a PNG chart.
+``report`` writes a Markdown table (for ``$GITHUB_STEP_SUMMARY``) and a PNG chart;
+``record-build`` turns the episodes of a ``--benchmark-record`` run that stopped before its
+dataset was written (``DIR.parts``) into the LeRobotDataset.
 Bad input is one line on stderr and exit status 2, never a traceback.
 """
 
@@ -123,6 +126,24 @@ def report(args: argparse.Namespace) -> int:
     return 0
 
 
+def record_build(root: Path) -> int:
+    """Build the dataset of a recording run; its parts stay where anything fails."""
+    from pytest_benchmarks.engine.dataset import RecordError, build_dataset
+    from pytest_benchmarks.engine.recording import parts_dir
+
+    root = root.absolute()
+    if root.exists():
+        raise InputError(f"{root} already exists; move it away to build the dataset there")
+    if not parts_dir(root).is_dir():
+        raise InputError(f"{parts_dir(root)}: no recorded episodes there")
+    try:
+        summary = build_dataset(parts_dir(root), root)
+    except RecordError as exc:
+        raise InputError(str(exc)) from None
+    print(f"LeRobotDataset at {root}: {summary.episodes} episodes, {summary.frames} frames")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="pytest-benchmarks", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -141,6 +162,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     report_cmd.add_argument("-o", "--output", type=Path, metavar="REPORT.md",
                             help="write the Markdown here (default: stdout)")  # fmt: skip
     report_cmd.add_argument("--png", type=Path, metavar="CHART.png", help="also draw a chart")
+    build_cmd = commands.add_parser(
+        "record-build", help="write the LeRobotDataset of a --benchmark-record run from DIR.parts"
+    )
+    build_cmd.add_argument("dir", type=Path, metavar="DIR", help="the --benchmark-record DIR")
     args = parser.parse_args(argv)
     try:
         if args.command == "merge":
@@ -150,6 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"merged {len(args.inputs)} files, {len(document['results'])} tasks: {args.output}"
             )
             return 0
+        if args.command == "record-build":
+            return record_build(args.dir)
         if not 0 < args.alpha < 1:
             raise InputError(f"--alpha: {args.alpha} is not between 0 and 1")
         if args.command == "report":

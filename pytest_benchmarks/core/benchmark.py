@@ -33,6 +33,11 @@ class Benchmark(ABC):
     observation_modes: ClassVar[tuple[str, ...]] = ("state",)
     #: Camera names (without the ``_image`` suffix) that ``--benchmark-camera-map`` may rename.
     cameras: ClassVar[tuple[str, ...]] = ()
+    #: Control steps per second of simulated time, as LeRobot's env config for the benchmark
+    #: declares it: a recorded dataset's fps, so action chunks keep their timing.
+    fps: ClassVar[int] = 30
+    #: The robot, as a recorded dataset's ``robot_type``.
+    robot_type: ClassVar[str | None] = None
 
     def missing(self) -> str | None:
         """Why this benchmark cannot run here, or None when its simulator is installed."""

@@ -55,6 +55,10 @@ class Settings:
     progress_s: float = DEFAULT_PROGRESS_S
     debug: bool = False
     device: str = "auto"
+    #: Write every evaluated episode into a LeRobotDataset here (a new directory).
+    record: Path | None = None
+    #: all, or success: only the episodes that succeeded (demonstrations).
+    record_only: str = "all"
 
     @property
     def indices(self) -> tuple[int, ...]:
@@ -99,6 +103,8 @@ class Settings:
             "video": self.video,
             "debug": self.debug,
             "device": self.device,
+            "record": str(self.record) if self.record else None,
+            "record_only": self.record_only,
         }
 
 

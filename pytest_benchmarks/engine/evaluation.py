@@ -16,6 +16,7 @@ from pytest_benchmarks.core.policy import Policy
 from pytest_benchmarks.core.processors import EnvProcessors
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
 from pytest_benchmarks.engine.deadline import time_limit
+from pytest_benchmarks.engine.recording import EpisodeRecorder
 from pytest_benchmarks.engine.rollout import StepTrace, run_episodes
 from pytest_benchmarks.engine.vector import LazyVectorEnv
 from pytest_benchmarks.engine.video import error_path, video_path
@@ -35,13 +36,15 @@ def evaluate_task(
     timeout: float | None = None,
     progress: Callable[[TaskResult], None] | None = None,
     trace: StepTrace | None = None,
+    recorder: EpisodeRecorder | None = None,
 ) -> TaskResult:
     """Run the given episode indices of the vector env's task, within ``timeout`` seconds.
 
     ``record`` receives the result whatever happens: on an error (Ctrl-C and timeouts included)
     it holds the episodes that finished and the error in one line, the vector env's workers are
     killed, and the error propagates (as WorkerDied when a worker process died). ``progress``
-    sees the result after every episode. The vector env is closed at the end, which also waits
+    sees the result after every episode; ``recorder`` writes each finished episode's frames.
+    The vector env is closed at the end, which also waits
     for the episodes' videos.
     """
     task = vector_env.config.task
@@ -58,7 +61,7 @@ def evaluate_task(
     started = time.perf_counter()
     try:
         with time_limit(timeout, task.id):
-            run_episodes(vector_env.get(), policy, processors, plan, on_episode, trace)
+            run_episodes(vector_env.get(), policy, processors, plan, on_episode, trace, recorder)
     except BaseException as exc:
         # A worker that died shows up as a broken pipe; name the process and its signal instead.
         dead = vector_env.dead_workers() if isinstance(exc, (EOFError, ConnectionError)) else None

@@ -21,6 +21,7 @@ from pytest_benchmarks.core.plan import EpisodeSpec
 from pytest_benchmarks.core.policy import Policy
 from pytest_benchmarks.core.processors import EnvProcessors
 from pytest_benchmarks.core.results import EpisodeRecord
+from pytest_benchmarks.engine.recording import EpisodeRecorder
 from pytest_benchmarks.engine.vector import reset_slots
 
 #: (episode index, step number from 1, action, reward, success flag) of one step.
@@ -64,11 +65,13 @@ def run_episodes(
     plan: Sequence[EpisodeSpec],
     on_episode: Callable[[EpisodeRecord], None],
     trace: StepTrace | None = None,
+    recorder: EpisodeRecorder | None = None,
 ) -> None:
     """Run every planned episode; ``on_episode`` receives each record as it ends.
 
     Records arrive in completion order; a raised error leaves the finished ones delivered.
-    ``trace``, when given, sees every step of every running episode.
+    ``trace``, when given, sees every step of every running episode; ``recorder`` records
+    every frame of them.
     """
     n = env.num_envs
     if len(plan) < n:
@@ -94,6 +97,8 @@ def run_episodes(
         begun = [slot for slot, start in specs.items() if start is not None]
         if begun:
             policy.reset(begun, [specs[slot][0] for slot in begun])  # type: ignore[index]
+            if recorder is not None:
+                recorder.begin(begun)
         now = time.perf_counter()
         for slot in begun:
             sum_reward[slot], max_reward[slot], steps[slot], succeeded[slot] = 0, -np.inf, 0, False
@@ -121,6 +126,9 @@ def run_episodes(
         np.maximum(max_reward, rewards, out=max_reward)
         steps += 1
         succeeded |= info["success"]
+        if recorder is not None:
+            live = [slot for slot, spec in enumerate(running) if spec is not None and active[slot]]
+            recorder.add(batch, actions, rewards, terminated | truncated, info["success"], live)
         if trace is not None:
             for slot, spec in enumerate(running):
                 if spec is not None and active[slot]:
@@ -133,18 +141,19 @@ def run_episodes(
         for slot in ended:
             spec = running[slot]
             assert spec is not None
-            on_episode(
-                EpisodeRecord(
-                    index=spec.index,
-                    seed=spec.seed,
-                    init_state=spec.init_state,
-                    success=bool(succeeded[slot]),
-                    steps=int(steps[slot]),
-                    sum_reward=float(sum_reward[slot]),
-                    max_reward=float(max_reward[slot]),
-                    duration_s=now - started[slot],
-                )
+            record = EpisodeRecord(
+                index=spec.index,
+                seed=spec.seed,
+                init_state=spec.init_state,
+                success=bool(succeeded[slot]),
+                steps=int(steps[slot]),
+                sum_reward=float(sum_reward[slot]),
+                max_reward=float(max_reward[slot]),
+                duration_s=now - started[slot],
             )
+            if recorder is not None:
+                recorder.end(int(slot), record)
+            on_episode(record)
             active[slot] = False
         if active.any() or pending:
             obs = start([int(slot) for slot in ended])

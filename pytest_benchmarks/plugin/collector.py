@@ -19,6 +19,7 @@ from pytest_benchmarks.metrics.run_info import run_block, static_info
 from pytest_benchmarks.metrics.table import table
 from pytest_benchmarks.plugin.nodeids import task_of_nodeid
 from pytest_benchmarks.plugin.progress import progress_line
+from pytest_benchmarks.plugin.recording import build_record
 from pytest_benchmarks.plugin.session import SessionState
 
 
@@ -45,6 +46,8 @@ class ResultCollector:
         #: The snapshot gate's verdicts, by test node id.
         self.verdicts: dict[str, dict[str, Any]] = {}
         self.static: dict[str, Any] | None = None
+        #: What became of --benchmark-record, for the summary.
+        self.record_line: str | None = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         progress = getattr(report, "benchmark_progress", None)
@@ -112,6 +115,10 @@ class ResultCollector:
             r.partial for r in self.state.results.values()
         )
         self.write(partial=not complete, exitstatus=int(exitstatus))
+        if self.state.settings.record is not None:
+            self.record_line, written = build_record(self.state.settings.record, self.show)
+            if not written and session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def write(self, partial: bool, exitstatus: int | None) -> None:
         if not self.state.results:
@@ -143,6 +150,8 @@ class ResultCollector:
         for line in table(list(state.results.values())):
             write(line)
         write(f"metrics: {state.settings.metrics}")
+        if self.record_line:
+            write(self.record_line)
         self.gate_summary(write)
 
     def gate_summary(self, write: Any) -> None:

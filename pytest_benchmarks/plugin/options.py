@@ -19,7 +19,13 @@ from pytest_benchmarks.core.settings import (
     DEFAULT_SEED,
     Settings,
 )
-from pytest_benchmarks.plugin.validation import OptionError, Selection, check_metrics_path, select
+from pytest_benchmarks.plugin.validation import (
+    OptionError,
+    Selection,
+    check_metrics_path,
+    check_record_path,
+    select,
+)
 from pytest_benchmarks.plugin.validation import settings as validate
 
 GROUP = "benchmarks"
@@ -103,6 +109,16 @@ OPTIONS: dict[str, tuple[str, str]] = {
         "significance level of the stat gate for the whole session, split over the tasks "
         f"compared (Bonferroni) (default {DEFAULT_ALPHA})",
     ),
+    "--benchmark-record": (
+        "string",
+        "write every evaluated episode (what the policy saw, its actions, reward, done, success) "
+        "into a new LeRobotDataset in DIR, in task and episode order (needs the lerobot extra)",
+    ),
+    "--benchmark-record-only": (
+        "string",
+        "with --benchmark-record: all episodes, or success: only the successful ones "
+        "(demonstrations) (default all)",
+    ),
 }
 
 METAVARS = {
@@ -126,6 +142,8 @@ METAVARS = {
     "--benchmark-shard": "I/N",
     "--benchmark-gate": "{stat,exact,off}",
     "--benchmark-alpha": "LEVEL",
+    "--benchmark-record": "DIR",
+    "--benchmark-record-only": "{all,success}",
 }
 
 
@@ -184,6 +202,7 @@ def load(config: pytest.Config, check_metrics: bool) -> tuple[Settings, Selectio
         options = validate(read(config), config.rootpath)
         if check_metrics:
             check_metrics_path(options.metrics)
+            check_record_path(options.record)
         return options, select(options)
     except OptionError as exc:
         raise pytest.UsageError(str(exc)) from None

@@ -35,6 +35,7 @@ from pytest_benchmarks.core.settings import (
 )
 from pytest_benchmarks.core.tasks import SelectionError, TaskRef
 from pytest_benchmarks.engine import rendering
+from pytest_benchmarks.engine.recording import RECORD_ONLY, parts_dir
 
 
 class OptionError(ValueError):
@@ -241,7 +242,53 @@ def settings(raw: Mapping[str, Any], root: Path) -> Settings:
         or 0.0,
         debug=bool(raw.get("--benchmark-debug")),
         device=device,
+        record=_record_dir(raw.get("--benchmark-record")),
+        record_only=_choice(raw, "--benchmark-record-only", RECORD_ONLY) or "all",
     )
+
+
+def _record_dir(value: Any) -> Path | None:
+    if value in (None, ""):
+        return None
+    return Path(os.path.expanduser(str(value))).absolute()
+
+
+def check_record_path(path: Path | None) -> None:
+    """A new directory for the dataset (LeRobot's writer creates it, and never merges into an
+    old one), with no parts left from an earlier run beside it. Checked by the process that
+    builds the dataset, before any episode runs."""
+    if path is None:
+        return
+    if path.exists():
+        raise OptionError(
+            f"--benchmark-record: {path} already exists; give a new directory for the dataset"
+        )
+    parts = parts_dir(path)
+    if parts.exists():
+        raise OptionError(
+            f"--benchmark-record: {parts} holds the episodes of an earlier run that was not "
+            "built into a dataset; build it with `pytest-benchmarks record-build` or remove it"
+        )
+    return path
+
+
+def _check_record(options: Settings, selection: dict[str, list[TaskRef]]) -> None:
+    """A dataset holds one benchmark's observation layout, and LeRobot writes it."""
+    if options.record is None:
+        if options.record_only != "all":
+            raise OptionError("--benchmark-record-only: needs --benchmark-record DIR")
+        return
+    chosen = [name for name, tasks in selection.items() if tasks]
+    if len(chosen) > 1:
+        raise OptionError(
+            f"--benchmark-record: one dataset holds one benchmark; {', '.join(chosen)} are "
+            "selected (choose one with --benchmark-env)"
+        )
+    if importlib.util.find_spec("lerobot") is None:
+        raise OptionError(
+            "--benchmark-record: LeRobot writes the dataset and is not installed: "
+            "pip install 'pytest-benchmarks[lerobot]'"
+        )
 
 
 def check_metrics_path(path: Path) -> None:
@@ -291,6 +338,7 @@ def select(options: Settings) -> Selection:
     _check_cameras(options, tasks)
     _check_rendering(options, tasks)
     _check_video(options, tasks)
+    _check_record(options, tasks)
     excluded = [n for n in catalog.names() if options.envs and n not in options.envs]
     return Selection(tasks, unavailable, excluded)
 

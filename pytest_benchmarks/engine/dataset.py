@@ -1,0 +1,165 @@
+"""Recorded episodes as a LeRobotDataset, through LeRobot's own writer.
+
+One process builds the dataset from the run's part files (``engine.recording``), in task then
+episode order, so the dataset is the same whoever ran the episodes. Images are stored as
+LeRobot ``image`` features (lossless PNG), so a frame holds exactly the pixels the policy saw.
+Each episode's row in ``meta/episodes`` also carries where it came from: ``benchmark/task_id``,
+``benchmark/episode`` (the episode index of the run), ``benchmark/seed``,
+``benchmark/init_state`` and ``benchmark/success``; replaying its actions from that seed and
+initial state reproduces its frames.
+"""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pytest_benchmarks.engine.recording import RecordedEpisode, iter_parts, part_files
+
+
+class RecordError(RuntimeError):
+    """The recorded episodes cannot become one dataset; the message says why in one line."""
+
+
+@dataclass(frozen=True)
+class DatasetSummary:
+    root: Path
+    episodes: int
+    frames: int
+    tasks: int
+    size_bytes: int
+
+
+def lerobot_features(episode: RecordedEpisode) -> dict[str, dict[str, Any]]:
+    """LeRobot feature specs for an episode's frames: uint8 HxWx3 arrays are images."""
+    features = {}
+    for key, rows in episode.frames.items():
+        shape = tuple(int(n) for n in rows.shape[1:])
+        if rows.dtype == np.uint8 and len(shape) == 3 and shape[-1] == 3:
+            features[key] = {"dtype": "image", "shape": shape,
+                             "names": ["height", "width", "channels"]}  # fmt: skip
+        else:
+            features[key] = {"dtype": str(rows.dtype), "shape": shape, "names": None}
+    return features
+
+
+def _same_layout(expected: Mapping[str, dict[str, Any]], episode: RecordedEpisode) -> str | None:
+    got = lerobot_features(episode)
+    if got == expected:
+        return None
+    differ = sorted(k for k in set(got) | set(expected) if got.get(k) != expected.get(k))
+    return (
+        f"{episode.task.id} episode {episode.record.index} has other features than the first "
+        f"episode recorded ({', '.join(differ)}); one dataset holds one observation layout"
+    )
+
+
+def build_dataset(
+    parts: Path, root: Path, progress: Callable[[int, int], None] | None = None
+) -> DatasetSummary:
+    """Write every part under ``parts`` into a new LeRobotDataset at ``root``; then delete them.
+
+    The dataset takes the benchmark's fps and robot type from the recorded episodes.
+    The parts stay when anything fails (RecordError, one line), so no episode is lost.
+    ``progress`` sees (episodes written, episodes in all) after each episode.
+    """
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    total = len(part_files(parts)) if parts.is_dir() else 0
+    if total == 0:
+        raise RecordError(f"no episode was recorded (nothing under {parts})")
+    episodes = iter_parts(parts)
+    first = next(episodes)
+    features = lerobot_features(first)
+    try:
+        dataset = LeRobotDataset.create(
+            repo_id=f"local/{root.name}",
+            fps=first.fps,
+            features=features,
+            root=root,
+            robot_type=first.robot_type,
+            use_videos=False,
+        )
+    except (OSError, ValueError) as exc:
+        raise RecordError(f"cannot create a LeRobot dataset at {root}: {exc}") from None
+    import datasets
+
+    quiet = datasets.is_progress_bar_enabled()
+    if quiet:  # a bar per episode from its Map calls would drown the run's own progress lines
+        datasets.disable_progress_bars()
+    try:
+        with warnings.catch_warnings():
+            # LeRobot's writer warns on every frame of its (1,)-shaped and bool features (numpy's
+            # scalar conversion, a histogram of bools): nothing a user can act on.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            frames, tasks = _write(dataset, features, itertools.chain([first], episodes),
+                                   total, progress)  # fmt: skip
+    finally:
+        dataset.finalize()
+        if quiet:
+            datasets.enable_progress_bars()
+    shutil.rmtree(parts)
+    size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+    return DatasetSummary(root, total, frames, tasks, size)
+
+
+def _write(
+    dataset: Any,
+    features: Mapping[str, dict[str, Any]],
+    episodes: Iterator[RecordedEpisode],
+    total: int,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[int, int]:
+    """Add every episode to the dataset; (frames, tasks) written."""
+    save_meta = dataset.meta.save_episode
+    frames = 0
+    tasks = set()
+    try:
+        for count, episode in enumerate(episodes, start=1):
+            problem = _same_layout(features, episode)
+            if problem:
+                raise RecordError(problem)
+            extra = {
+                "benchmark/task_id": episode.task.id,
+                "benchmark/episode": episode.record.index,
+                "benchmark/seed": episode.record.seed,
+                "benchmark/init_state": episode.record.init_state,
+                "benchmark/success": episode.record.success,
+            }
+            # LeRobot's writer has no parameter for extra episode metadata; its metadata
+            # object's save_episode takes the episode's row, so the provenance joins it there.
+            dataset.meta.save_episode = _with_extra(save_meta, extra)
+            for i in range(episode.length):
+                frame = {key: rows[i] for key, rows in episode.frames.items()}
+                frame["task"] = episode.description
+                dataset.add_frame(frame)
+            dataset.save_episode()
+            frames += episode.length
+            tasks.add(episode.task.id)
+            if progress is not None:
+                progress(count, total)
+    finally:
+        dataset.meta.save_episode = save_meta
+    return frames, len(tasks)
+
+
+def _with_extra(save: Callable[..., None], extra: dict[str, Any]) -> Callable[..., None]:
+    def save_episode(
+        episode_index: int,
+        episode_length: int,
+        episode_tasks: list[str],
+        episode_stats: dict[str, dict[str, Any]],
+        episode_metadata: dict[str, Any],
+    ) -> None:
+        save(episode_index, episode_length, episode_tasks, episode_stats,
+             {**episode_metadata, **extra})  # fmt: skip
+
+    return save_episode

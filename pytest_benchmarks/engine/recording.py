@@ -1,0 +1,180 @@
+"""Recording episodes: each slot's frames as it steps, one part file per finished episode.
+
+A frame is what the policy saw at a step (every declared feature of the processed batch), the
+action it took, and what the step returned (``next.reward``, ``next.done``, ``next.success``),
+the layout of a LeRobot dataset's frame. Each finished episode goes to a part file of its own
+(``<parts>/<task>/<episode>.npz``, written atomically), wherever it ran: an xdist worker, a
+vector-env slot, or the API's process. The dataset is built from the parts afterwards, in
+(task, episode index) order (``engine.dataset``), so it is the same for every batch size and
+worker count, and the episodes of an interrupted run are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pytest_benchmarks.core.features import Feature
+from pytest_benchmarks.core.results import EpisodeRecord
+from pytest_benchmarks.core.tasks import TaskRef
+
+RECORD_ONLY = ("all", "success")
+#: Per-step keys beside the observation features, in LeRobot's spelling.
+STEP_KEYS = ("action", "next.reward", "next.done", "next.success")
+_META = "__meta__"
+
+
+@dataclass
+class RecordedEpisode:
+    """One finished episode: its task, the episode's record, and its frames by key."""
+
+    task: TaskRef
+    description: str
+    record: EpisodeRecord
+    #: Feature name (and each of STEP_KEYS) -> array with one row per frame.
+    frames: dict[str, np.ndarray]
+    #: The benchmark's control rate and robot, for the dataset's info.
+    fps: int = 30
+    robot_type: str | None = None
+
+    @property
+    def length(self) -> int:
+        return len(self.frames["action"])
+
+
+def parts_dir(record_dir: Path) -> Path:
+    """Where a run recording into ``record_dir`` keeps its part files until the dataset is built."""
+    return record_dir.with_name(record_dir.name + ".parts")
+
+
+class EpisodeRecorder:
+    """Collects the frames of the episodes running in a vector env's slots."""
+
+    def __init__(
+        self,
+        task: TaskRef,
+        features: Mapping[str, Feature],
+        parts: Path,
+        only: str = "all",
+        fps: int = 30,
+        robot_type: str | None = None,
+    ) -> None:
+        self.task = task
+        self.fps, self.robot_type = fps, robot_type
+        self.names = list(features)
+        self.parts = parts
+        self.only = only
+        self._frames: dict[int, dict[str, list[np.ndarray]]] = {}
+        self._descriptions: dict[int, str] = {}
+
+    def begin(self, slots: Sequence[int]) -> None:
+        """Episodes start in ``slots``: their buffers start empty."""
+        for slot in slots:
+            self._frames[slot] = {key: [] for key in (*self.names, *STEP_KEYS)}
+
+    def add(
+        self,
+        batch: Mapping[str, Any],
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        dones: np.ndarray,
+        successes: np.ndarray,
+        slots: Sequence[int],
+    ) -> None:
+        """One step of the running episodes in ``slots``: the batch the policy acted on and what
+        the step returned. Copies, since vector envs may reuse their buffers."""
+        for slot in slots:
+            frames = self._frames[slot]
+            for name in self.names:
+                frames[name].append(np.array(batch[name][slot]))
+            frames["action"].append(np.array(actions[slot], dtype=np.float32))
+            frames["next.reward"].append(np.array([rewards[slot]], dtype=np.float32))
+            frames["next.done"].append(np.array([dones[slot]], dtype=np.bool_))
+            frames["next.success"].append(np.array([successes[slot]], dtype=np.bool_))
+            self._descriptions[slot] = str(batch["task"][slot])
+
+    def end(self, slot: int, record: EpisodeRecord) -> None:
+        """The episode in ``slot`` ended: write its part file (unless it is filtered out)."""
+        frames = self._frames.pop(slot)
+        if self.only == "success" and not record.success:
+            return
+        stacked = {key: np.stack(rows) for key, rows in frames.items()}
+        episode = RecordedEpisode(
+            self.task, self._descriptions[slot], record, stacked, self.fps, self.robot_type
+        )
+        write_part(self.parts, episode)
+
+
+def part_path(parts: Path, task: TaskRef, index: int) -> Path:
+    return parts / task.id.replace("/", "__") / f"{index:09d}.npz"
+
+
+def write_part(parts: Path, episode: RecordedEpisode) -> Path:
+    """Write one episode's part file atomically (a temporary file, then a rename)."""
+    path = part_path(parts, episode.task, episode.record.index)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = {
+        "task": asdict(episode.task),
+        "description": episode.description,
+        "record": asdict(episode.record),
+        "fps": episode.fps,
+        "robot_type": episode.robot_type,
+    }
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".npz")
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            np.savez(stream, **episode.frames, **{_META: np.array(json.dumps(meta))})
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _meta(path: Path) -> dict[str, Any]:
+    with np.load(path, allow_pickle=False) as data:
+        return dict(json.loads(str(data[_META])))
+
+
+def read_part(path: Path) -> RecordedEpisode:
+    with np.load(path, allow_pickle=False) as data:
+        meta = json.loads(str(data[_META]))
+        frames = {key: data[key] for key in data.files if key != _META}
+    return RecordedEpisode(
+        TaskRef(**meta["task"]),
+        meta["description"],
+        EpisodeRecord(**meta["record"]),
+        frames,
+        int(meta["fps"]),
+        meta["robot_type"],
+    )
+
+
+def part_files(parts: Path) -> list[Path]:
+    """The part files under ``parts``, in dataset order: by task, then by episode index."""
+    found = []
+    for path in parts.glob("*/*.npz"):
+        if path.name.startswith("."):
+            continue
+        found.append(path)
+
+    # Task order: the task's sort key, read from its first part (directory names are ids).
+    order: dict[str, tuple[Any, ...]] = {}
+    for path in found:
+        if path.parent.name not in order:
+            task = TaskRef(**_meta(path)["task"])
+            order[path.parent.name] = (task.env, task.suite, task.task_id, task.name)
+    return sorted(found, key=lambda p: (order[p.parent.name], int(p.stem)))
+
+
+def iter_parts(parts: Path) -> Iterator[RecordedEpisode]:
+    """Every recorded episode, in dataset order, one at a time (images can be large)."""
+    for path in part_files(parts):
+        yield read_part(path)
