@@ -176,6 +176,10 @@ def test_concurrent_writers_always_leave_one_valid_document(tmp_path: Path):
         w.start()
     reads = 0
     while any(w.is_alive() for w in writers) or reads == 0:
+        if reads == 0 and not any(w.is_alive() for w in writers) and not path.exists():
+            pytest.fail(
+                f"the writers ended without writing: exit codes {[w.exitcode for w in writers]}"
+            )
         try:
             document = json.loads(path.read_text())
         except FileNotFoundError:

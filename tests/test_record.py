@@ -254,3 +254,19 @@ def test_episode_record_fields_travel_through_part_files(tmp_path: Path):
     back = read_part(path)
     assert (back.task, back.record, back.fps, back.robot_type) == (task, record, 80, "sawyer")
     assert all(np.array_equal(back.frames[k], v) for k, v in frames.items())
+
+
+def test_ctrl_c_keeps_the_finished_episodes_in_the_dataset(toy_project: pytest.Pytester):
+    # Tasks run in the toy benchmark's order: walk and stroll finish, then interrupt gets SIGINT.
+    out = toy_project.path / "data"
+    result = toy_project.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--benchmark-task=walk,stroll,interrupt",
+        "--benchmark-episodes=3", "--benchmark-batch-size=1", f"--benchmark-record={out}",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines([f"record: LeRobotDataset at {out}: 6 episodes of 2 tasks, *"])
+    rows = LeRobotDataset("local/data", root=out).meta.episodes
+    assert sorted(zip(rows["benchmark/task_id"], rows["benchmark/episode"], strict=True)) == [
+        (task, index) for task in ("toy/stroll", "toy/walk") for index in range(3)
+    ]
+    assert not (toy_project.path / "data.parts").exists()

@@ -24,7 +24,7 @@ import numpy as np
 from pytest_benchmarks.core.benchmark import Benchmark
 from pytest_benchmarks.core.catalog import register
 from pytest_benchmarks.core.features import Feature
-from pytest_benchmarks.core.processors import Batch, EnvProcessors, camera_renames, state_vector
+from pytest_benchmarks.core.processors import Batch, EnvProcessors, camera_renames
 from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
 from pytest_benchmarks.envs.metaworld_tasks import DESCRIPTIONS, GROUPS
 
@@ -37,6 +37,7 @@ IMAGE_KEY = f"{CAMERA}_image"
 #: LeRobot's wrapper: where it puts the corner2 camera, and the state entries it keeps.
 LEROBOT_CAMERA_POS = (0.75, 0.075, 0.7)
 LEROBOT_STATE_DIM = 4
+ENV_STATE = "observation.environment_state"
 
 
 class MetaWorldTaskEnv(gym.Env[np.ndarray, np.ndarray]):
@@ -100,12 +101,23 @@ def spaces(config: EnvConfig) -> tuple[gym.Space[Any], gym.spaces.Box]:
     return gym.spaces.Dict({"state": state, IMAGE_KEY: image}), action
 
 
+def full_state(batch: Batch) -> Batch:
+    """The 39-D state (hand, gripper, objects, goal), also under LeRobot's name for the
+    simulator's privileged state, so LeRobot policies that need a camera or an environment
+    state (ACT, Diffusion) take state-only observations and datasets."""
+    state = np.asarray(batch["raw"], dtype=np.float32)
+    return {"observation.state": state, ENV_STATE: state}
+
+
 def processors(config: EnvConfig) -> EnvProcessors:
     """The 39-D state vector and, with pixels, the corner2 camera turned upright; LeRobot's
     layout with ``lerobot``."""
     if config.obs == "state":
-        features = {"observation.state": Feature((OBS_DIM,), "float32")}
-        return EnvProcessors(features, config.task.description, [state_vector()])
+        features = {
+            "observation.state": Feature((OBS_DIM,), "float32"),
+            ENV_STATE: Feature((OBS_DIM,), "float32"),
+        }
+        return EnvProcessors(features, config.task.description, [full_state])
     if config.obs == "lerobot":
         return lerobot_processors(config)
     image_name = f"observation.images.{camera_renames(config.camera_map).get(CAMERA, CAMERA)}"
