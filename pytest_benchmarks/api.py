@@ -27,7 +27,7 @@ from pytest_benchmarks.core.settings import DEFAULT_EPISODES, DEFAULT_SEED
 from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.engine.dataset import DatasetSummary, build_dataset
 from pytest_benchmarks.engine.evaluation import evaluate_task
-from pytest_benchmarks.engine.recording import EpisodeRecorder, parts_dir
+from pytest_benchmarks.engine.recording import parts_dir, recorder_for
 from pytest_benchmarks.engine.vector import LazyVectorEnv, auto_batch_size
 from pytest_benchmarks.metrics import run_info
 from pytest_benchmarks.metrics.document import build_metrics, write_metrics
@@ -120,16 +120,6 @@ def evaluate(
                     task_policy = policy
                 else:
                     task_policy = policy(config, env.num_envs)
-                recorder = None
-                if settings.record is not None:
-                    recorder = EpisodeRecorder(
-                        task,
-                        processors.features,
-                        parts_dir(settings.record),
-                        settings.record_only,
-                        benchmark.fps,
-                        benchmark.robot_type,
-                    )
                 result = evaluate_task(
                     env,
                     task_policy,
@@ -137,7 +127,7 @@ def evaluate(
                     seed,
                     range(episodes),
                     lambda r: None,
-                    recorder=recorder,
+                    recorder=recorder_for(settings, task, processors),
                 )
             finally:
                 env.close()

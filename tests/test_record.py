@@ -53,7 +53,7 @@ def writer_loaded(tmp_path_factory: pytest.TempPathFactory) -> None:
               "action": np.zeros((1, 2), np.float32)}  # fmt: skip
     task = catalog.get("metaworld").tasks()[0]
     record = EpisodeRecord(0, 0, 0, False, 1, 0.0, 0.0, 0.0)
-    write_part(folder / "parts", RecordedEpisode(task, "warm", record, frames))
+    write_part(folder / "parts", RecordedEpisode(task, "warm", record, frames, 80, None))
     build_dataset(folder / "parts", folder / "data")
     frames_of(folder / "data")
 
@@ -231,6 +231,12 @@ def test_a_failed_build_keeps_the_episodes_for_record_build(pytester: pytest.Pyt
     again = pytester.runpytest(*MW_RUN, f"--benchmark-record={out}")
     again.stderr.fnmatch_lines(["ERROR: --benchmark-record: * already exists; *"])
     out.rmdir()
+    # With the directory gone, the parts left beside it are still refused.
+    again = pytester.runpytest(*MW_RUN, f"--benchmark-record={out}")
+    again.stderr.fnmatch_lines(
+        [f"ERROR: --benchmark-record: {out}.parts holds the episodes of an earlier run that was "
+         "not built into a dataset; build it with `pytest-benchmarks record-build` or remove it"]
+    )  # fmt: skip
     cli = [sys.executable, "-m", "pytest_benchmarks.cli", "record-build"]
     done = subprocess.run([*cli, str(out)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr

@@ -7,8 +7,8 @@ import tempfile
 from pathlib import Path
 
 
-def write_atomic(path: Path, text: str, fsync: bool = True) -> None:
-    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``.
+def write_atomic(path: Path, text: str | bytes, fsync: bool = True) -> None:
+    """Write ``text`` (or bytes) to a temporary file beside ``path``, then rename it over it.
 
     Readers see the old file or the new one, never a mix; a failed write leaves no temporary
     file. ``fsync`` makes the new content durable before the rename.
@@ -16,7 +16,8 @@ def write_atomic(path: Path, text: str, fsync: bool = True) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        binary = isinstance(text, bytes)
+        with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as handle:
             handle.write(text)
             if fsync:
                 handle.flush()

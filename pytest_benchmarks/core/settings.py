@@ -23,6 +23,8 @@ DEFAULT_IMAGE_SIZE = (128, 128)
 #: own wrapper for the benchmark (the default for lerobot: policies where a benchmark has one).
 OBS_MODES = ("state", "pixels", "lerobot")
 VIDEO_MODES = ("none", "failures", "all")
+#: Which episodes --benchmark-record keeps: every one, or the successful ones.
+RECORD_ONLY = ("all", "success")
 DEVICES = ("auto", "cpu", "cuda")
 #: Snapshot gate modes: a significance test, per-episode comparison, or none.
 GATE_MODES = ("stat", "exact", "off")

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_benchmarks.engine.recording import RecordedEpisode, iter_parts, part_files
+from pytest_benchmarks.engine.recording import RecordedEpisode, part_files, read_part
 
 
 class RecordError(RuntimeError):
@@ -72,10 +72,12 @@ def build_dataset(
     """
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
-    total = len(part_files(parts)) if parts.is_dir() else 0
-    if total == 0:
+    files = part_files(parts) if parts.is_dir() else []
+    if not files:
         raise RecordError(f"no episode was recorded (nothing under {parts})")
-    episodes = iter_parts(parts)
+    total = len(files)
+    # One episode in memory at a time: images can be large.
+    episodes = (read_part(path) for path in files)
     first = next(episodes)
     features = lerobot_features(first)
     try:

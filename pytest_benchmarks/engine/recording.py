@@ -11,21 +11,22 @@ worker count, and the episodes of an interrupted run are kept.
 
 from __future__ import annotations
 
+import io
 import json
-import os
-import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from pytest_benchmarks.core.features import Feature
+from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.files import write_atomic
+from pytest_benchmarks.core.processors import EnvProcessors
 from pytest_benchmarks.core.results import EpisodeRecord
+from pytest_benchmarks.core.settings import Settings
 from pytest_benchmarks.core.tasks import TaskRef
 
-RECORD_ONLY = ("all", "success")
 #: Per-step keys beside the observation features, in LeRobot's spelling.
 STEP_KEYS = ("action", "next.reward", "next.done", "next.success")
 _META = "__meta__"
@@ -41,8 +42,8 @@ class RecordedEpisode:
     #: Feature name (and each of STEP_KEYS) -> array with one row per frame.
     frames: dict[str, np.ndarray]
     #: The benchmark's control rate and robot, for the dataset's info.
-    fps: int = 30
-    robot_type: str | None = None
+    fps: int
+    robot_type: str | None
 
     @property
     def length(self) -> int:
@@ -54,25 +55,27 @@ def parts_dir(record_dir: Path) -> Path:
     return record_dir.with_name(record_dir.name + ".parts")
 
 
+def recorder_for(
+    settings: Settings, task: TaskRef, processors: EnvProcessors
+) -> EpisodeRecorder | None:
+    """The task's recorder when the run records (``settings.record``), else None."""
+    if settings.record is None:
+        return None
+    return EpisodeRecorder(task, processors, parts_dir(settings.record), settings.record_only)
+
+
 class EpisodeRecorder:
     """Collects the frames of the episodes running in a vector env's slots."""
 
     def __init__(
-        self,
-        task: TaskRef,
-        features: Mapping[str, Feature],
-        parts: Path,
-        only: str = "all",
-        fps: int = 30,
-        robot_type: str | None = None,
+        self, task: TaskRef, processors: EnvProcessors, parts: Path, only: str = "all"
     ) -> None:
-        self.task = task
-        self.fps, self.robot_type = fps, robot_type
-        self.names = list(features)
-        self.parts = parts
-        self.only = only
+        benchmark = catalog.get(task.env)
+        self.task, self.parts, self.only = task, parts, only
+        self.names = list(processors.features)
+        self.description = processors.description
+        self.fps, self.robot_type = benchmark.fps, benchmark.robot_type
         self._frames: dict[int, dict[str, list[np.ndarray]]] = {}
-        self._descriptions: dict[int, str] = {}
 
     def begin(self, slots: Sequence[int]) -> None:
         """Episodes start in ``slots``: their buffers start empty."""
@@ -98,7 +101,6 @@ class EpisodeRecorder:
             frames["next.reward"].append(np.array([rewards[slot]], dtype=np.float32))
             frames["next.done"].append(np.array([dones[slot]], dtype=np.bool_))
             frames["next.success"].append(np.array([successes[slot]], dtype=np.bool_))
-            self._descriptions[slot] = str(batch["task"][slot])
 
     def end(self, slot: int, record: EpisodeRecord) -> None:
         """The episode in ``slot`` ended: write its part file (unless it is filtered out)."""
@@ -107,7 +109,7 @@ class EpisodeRecorder:
             return
         stacked = {key: np.stack(rows) for key, rows in frames.items()}
         episode = RecordedEpisode(
-            self.task, self._descriptions[slot], record, stacked, self.fps, self.robot_type
+            self.task, self.description, record, stacked, self.fps, self.robot_type
         )
         write_part(self.parts, episode)
 
@@ -117,9 +119,9 @@ def part_path(parts: Path, task: TaskRef, index: int) -> Path:
 
 
 def write_part(parts: Path, episode: RecordedEpisode) -> Path:
-    """Write one episode's part file atomically (a temporary file, then a rename)."""
+    """Write one episode's part file atomically (no fsync: the parts are a step on the way to
+    the dataset, and a machine that goes down loses the run anyway)."""
     path = part_path(parts, episode.task, episode.record.index)
-    path.parent.mkdir(parents=True, exist_ok=True)
     meta = {
         "task": asdict(episode.task),
         "description": episode.description,
@@ -127,14 +129,9 @@ def write_part(parts: Path, episode: RecordedEpisode) -> Path:
         "fps": episode.fps,
         "robot_type": episode.robot_type,
     }
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".npz")
-    try:
-        with os.fdopen(fd, "wb") as stream:
-            np.savez(stream, **episode.frames, **{_META: np.array(json.dumps(meta))})
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    data = io.BytesIO()
+    np.savez(data, **episode.frames, **{_META: np.array(json.dumps(meta))})
+    write_atomic(path, data.getvalue(), fsync=False)
     return path
 
 
@@ -159,12 +156,7 @@ def read_part(path: Path) -> RecordedEpisode:
 
 def part_files(parts: Path) -> list[Path]:
     """The part files under ``parts``, in dataset order: by task, then by episode index."""
-    found = []
-    for path in parts.glob("*/*.npz"):
-        if path.name.startswith("."):
-            continue
-        found.append(path)
-
+    found = [path for path in parts.glob("*/*.npz") if not path.name.startswith(".")]
     # Task order: the task's sort key, read from its first part (directory names are ids).
     order: dict[str, tuple[Any, ...]] = {}
     for path in found:
@@ -172,9 +164,3 @@ def part_files(parts: Path) -> list[Path]:
             task = TaskRef(**_meta(path)["task"])
             order[path.parent.name] = (task.env, task.suite, task.task_id, task.name)
     return sorted(found, key=lambda p: (order[p.parent.name], int(p.stem)))
-
-
-def iter_parts(parts: Path) -> Iterator[RecordedEpisode]:
-    """Every recorded episode, in dataset order, one at a time (images can be large)."""
-    for path in part_files(parts):
-        yield read_part(path)

@@ -17,7 +17,7 @@ from pytest_benchmarks.core.processors import EnvProcessors
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.engine.evaluation import evaluate_task
-from pytest_benchmarks.engine.recording import EpisodeRecorder, parts_dir
+from pytest_benchmarks.engine.recording import recorder_for
 from pytest_benchmarks.engine.trace import StepTraceFile, trace_path
 from pytest_benchmarks.engine.vector import LazyVectorEnv
 from pytest_benchmarks.plugin.gate import GatedResult
@@ -112,17 +112,6 @@ def evaluate(
         tracer = (
             StepTraceFile(trace_path(settings.metrics, benchmark_task)) if settings.debug else None
         )
-        recorder = None
-        if settings.record is not None:
-            benchmark = catalog.get(benchmark_task.env)
-            recorder = EpisodeRecorder(
-                benchmark_task,
-                env_processors.features,
-                parts_dir(settings.record),
-                settings.record_only,
-                benchmark.fps,
-                benchmark.robot_type,
-            )
         try:
             return evaluate_task(
                 vector_env,
@@ -134,7 +123,7 @@ def evaluate(
                 settings.timeout,
                 ProgressReporter(request.node, settings.progress_s),
                 tracer,
-                recorder,
+                recorder_for(settings, benchmark_task, env_processors),
             )
         finally:
             if tracer is not None:

@@ -29,13 +29,14 @@ from pytest_benchmarks.core.settings import (
     DEVICES,
     GATE_MODES,
     OBS_MODES,
+    RECORD_ONLY,
     VIDEO_MODES,
     Settings,
     default_obs,
 )
 from pytest_benchmarks.core.tasks import SelectionError, TaskRef
 from pytest_benchmarks.engine import rendering
-from pytest_benchmarks.engine.recording import RECORD_ONLY, parts_dir
+from pytest_benchmarks.engine.recording import parts_dir
 
 
 class OptionError(ValueError):
@@ -269,7 +270,6 @@ def check_record_path(path: Path | None) -> None:
             f"--benchmark-record: {parts} holds the episodes of an earlier run that was not "
             "built into a dataset; build it with `pytest-benchmarks record-build` or remove it"
         )
-    return path
 
 
 def _check_record(options: Settings, selection: dict[str, list[TaskRef]]) -> None:
