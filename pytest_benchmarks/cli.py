@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_benchmarks.core.results import TaskResult
-from pytest_benchmarks.core.settings import GATE_MODES
+from pytest_benchmarks.core.settings import GATE_MODES, GATE_POWER
 from pytest_benchmarks.metrics.document import build_metrics, load_results, schema, write_metrics
-from pytest_benchmarks.metrics.stats import compare_results
+from pytest_benchmarks.metrics.stats import Comparison, compare_results
 
 #: Run settings that must agree for shards to form one run.
 SHARED_SETTINGS = ("seed", "episodes", "policy", "max_steps", "obs", "image_size", "settle_steps")
@@ -88,25 +88,41 @@ def merge(paths: Sequence[Path]) -> dict[str, Any]:
 
 
 def compare_runs(
-    old: dict[str, Any], new: dict[str, Any], alpha: float, mode: str
+    old: dict[str, Any], new: dict[str, Any], alpha: float, mode: str, power: str = "warn"
 ) -> tuple[list[str], bool]:
-    """Lines of the comparison table and whether any task regressed."""
+    """Lines of the comparison and whether the gate fails: a regression, or, with
+    ``power="fail"``, a task whose test cannot detect any drop at these episode counts."""
     before = {r.task.id: r for r in load_results(old)}
     after = {r.task.id: r for r in load_results(new)}
     try:
         verdicts = compare_results(list(after.values()), list(before.values()), alpha, mode)
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    common = list(verdicts)
-    regressed = any(v.regression for v in verdicts.values())
     lines = [v.line() for v in verdicts.values()]
     lines += [f"{task_id}: only in the old run" for task_id in sorted(set(before) - set(after))]
     lines += [f"{task_id}: only in the new run" for task_id in sorted(set(after) - set(before))]
-    summary = (
-        f"{len(common)} tasks compared at alpha={alpha} (each at {alpha / max(1, len(common)):.2g})"
+    lines.append(gate_summary(list(verdicts.values()), alpha, mode, power))
+    blind = any(v.verdict == "cannot fail" for v in verdicts.values())
+    failed = any(v.regression for v in verdicts.values()) or (power == "fail" and blind)
+    return lines, failed
+
+
+def gate_summary(verdicts: list[Comparison], alpha: float, mode: str, power: str) -> str:
+    """``3 tasks compared (stat, alpha 0.05, Holm over 2 that can fail): 1 regressed, ...``."""
+    down = sum(v.regression for v in verdicts)
+    up = sum(v.verdict == "improvement" for v in verdicts)
+    blind = [v for v in verdicts if v.verdict == "cannot fail"]
+    level = ""
+    if mode == "stat":
+        level = f", alpha {alpha:g}, Holm over {sum(v.can_fail for v in verdicts)} that can fail"
+    counts = f"{down} regressed, {up} improved"
+    if blind:
+        most = max((v.needed for v in blind if v.needed is not None), default=None)
+        counts += f", {len(blind)} could not fail" + (f": need >= {most} episodes" if most else "")
+    failed = down or (power == "fail" and blind)
+    return f"{len(verdicts)} tasks compared ({mode}{level}): {counts} → " + (
+        "REGRESSION" if down else "GATE CANNOT FAIL" if failed else "no regression"
     )
-    lines.append(f"{summary}: {'REGRESSION' if regressed else 'no regression'}")
-    return lines, regressed
 
 
 def report(args: argparse.Namespace) -> int:
@@ -153,8 +169,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     compare_cmd = commands.add_parser("compare", help="gate NEW against OLD; exit 1 on regression")
     compare_cmd.add_argument("old", type=Path, metavar="OLD.json")
     compare_cmd.add_argument("new", type=Path, metavar="NEW.json")
-    compare_cmd.add_argument("--alpha", type=float, default=0.05)
-    compare_cmd.add_argument("--gate", choices=GATE_MODES, default="stat")
+    compare_cmd.add_argument(
+        "--alpha", type=float, default=0.05,
+        help="the chance of any false alarm over all tasks compared (default 0.05)",
+    )  # fmt: skip
+    compare_cmd.add_argument(
+        "--gate", choices=GATE_MODES, default="stat",
+        help="stat: fail on a significant drop (Holm over the tasks that can fail); exact: on "
+        "any episode lost; off: never (default stat)",
+    )  # fmt: skip
+    compare_cmd.add_argument(
+        "--gate-power", choices=GATE_POWER, default="warn",
+        help="when a task's test cannot detect any drop at these episode counts: warn, or fail "
+        "(exit 1) (default warn)",
+    )  # fmt: skip
     report_cmd = commands.add_parser("report", help="Markdown table and PNG chart of a run")
     report_cmd.add_argument("run", type=Path, metavar="RUN.json")
     report_cmd.add_argument("--baseline", type=Path, metavar="OLD.json")
@@ -181,7 +209,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise InputError(f"--alpha: {args.alpha} is not between 0 and 1")
         if args.command == "report":
             return report(args)
-        lines, regressed = compare_runs(load(args.old), load(args.new), args.alpha, args.gate)
+        lines, regressed = compare_runs(
+            load(args.old), load(args.new), args.alpha, args.gate, args.gate_power
+        )
         print("\n".join(lines))
         return 1 if regressed else 0
     except InputError as exc:

@@ -87,15 +87,37 @@ def test_compare_passes_an_unchanged_run_and_fails_a_broken_one(toy_project: pyt
     assert done.returncode == 0, done.stdout
     assert "toy/walk: 6/6 (100%, 61–100) → 6/6 (100%, 61–100), McNemar p=1" in done.stdout
     assert done.stdout.strip().endswith(
-        "2 tasks compared at alpha=0.05 (each at 0.025): no regression"
+        "2 tasks compared (stat, alpha 0.05, Holm over 2 that can fail): 0 regressed, "
+        "0 improved → no regression"
     )
     done = cli("compare", old, broken, "--alpha", "0.05")
     assert done.returncode == 1
+    # Both tasks lose all 6 paired episodes (p = 1/64): Holm's steps at 0.05/2, then 0.05/1.
     assert (
-        "toy/walk: 6/6 (100%, 61–100) → 0/6 (0%, 0–39), McNemar p=0.016 < 0.025 → regression"
-        in done.stdout
+        "toy/stroll: 6/6 (100%, 61–100) → 0/6 (0%, 0–39), McNemar p=0.016 < 0.025 (Holm 1/2) "
+        "→ regression" in done.stdout
     )
-    assert done.stdout.strip().endswith("REGRESSION")
+    assert "toy/walk: 6/6 (100%, 61–100) → 0/6 (0%, 0–39), McNemar p=0.016 < 0.05 (Holm 2/2)" in (
+        done.stdout
+    )
+    assert done.stdout.strip().endswith("2 regressed, 0 improved → REGRESSION")
+
+
+def test_compare_says_when_the_gate_cannot_fail(toy_project: pytest.Pytester):
+    """A 2-episode run can lose at most 2 paired episodes (p >= 1/4): the collapse passes, and
+    compare says the gate was blind; --gate-power fail makes that the exit status."""
+    old = session(toy_project, "old")
+    short = session(toy_project, "short", "--benchmark-policy=noop", "--benchmark-episodes=2")
+    done = cli("compare", old, short)
+    assert done.returncode == 0, done.stdout
+    assert (
+        "toy/walk: 6/6 (100%, 61–100) → 0/2 (0%, 0–66), McNemar cannot detect any drop at this "
+        "size (smallest p 0.25 >= 0.05; needs >= 6 episodes at 100%) → cannot fail" in done.stdout
+    )
+    assert done.stdout.strip().endswith("2 could not fail: need >= 6 episodes → no regression")
+    done = cli("compare", old, short, "--gate-power", "fail")
+    assert done.returncode == 1
+    assert done.stdout.strip().endswith("→ GATE CANNOT FAIL")
 
 
 def test_bad_files_are_one_line_errors(tmp_path: Path):
@@ -134,6 +156,7 @@ def test_report_markdown_and_chart(toy_project: pytest.Pytester):
     assert "| `toy/walk` | 6/6 (100%, 61–100) | 0/6 (0%, 0–39) | 30.0 |" in text
     assert "**regression** (McNemar p=0.016)" in text
     assert "**Gate:** 2 tasks compared at alpha=0.05: regression in toy/stroll, toy/walk." in text
+    assert "cannot fail" not in text
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     import matplotlib.image
 

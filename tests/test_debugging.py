@@ -90,8 +90,12 @@ def test_debug_runs_one_env_in_process_and_traces_every_step(toy_project: pytest
     trace = toy_project.path / "benchmark-results" / "traces" / "toy" / "walk.jsonl"
     steps = [json.loads(line) for line in trace.read_text().splitlines()]
     assert len(steps) == sum(e["steps"] for e in row["episodes"]) == 5 + 6 + 6
-    assert steps[0] == {"episode": 0, "step": 1, "action": [1.0], "reward": steps[0]["reward"],
+    # The corridor's reward is -|1 - x|; the walker moves 0.2 per step from x = 0.
+    assert steps[0] == {"episode": 0, "step": 1, "action": [1.0], "reward": pytest.approx(-0.8),
                         "success": False}  # fmt: skip
+    for episode in row["episodes"]:
+        rewards = [s["reward"] for s in steps if s["episode"] == episode["index"]]
+        assert sum(rewards) == pytest.approx(episode["sum_reward"])
     assert steps[4]["success"] is True and steps[5]["episode"] == 1
 
 

@@ -213,8 +213,13 @@ def test_two_sessions_on_one_metrics_path(toy_project: pytest.Pytester):
         except FileNotFoundError:
             continue
         jsonschema.validate(document, schema())
-        seen.add(document["run"]["seed"])
+        run_seed = document["run"]["seed"]
+        seeds = {e["seed"] - e["index"] for r in document["results"] for e in r["episodes"]}
+        assert seeds <= {run_seed}, f"a document of run {run_seed} holds episodes of {seeds}"
+        seen.add(run_seed)
     assert [s.wait() for s in sessions] == [0, 0]
+    # Documents were read while the sessions ran, each one run's whole, never a mix of both.
+    assert seen and seen <= {1, 2}, seen
     final = read_metrics(path)
     assert final["run"]["seed"] in (1, 2) and not final["run"]["partial"]
     assert [p.name for p in path.parent.iterdir() if p.name.startswith(".shared")] == []

@@ -57,7 +57,8 @@ def test_a_drop_fails_with_one_readable_line(gated: pytest.Pytester):
     result.stdout.fnmatch_lines(
         [
             "*toy/stroll: 8/8 (100%, 68–100) → 2/8 (25%, 7–59), McNemar p=0.016 < 0.025 "
-            "→ regression (if intended, store it with --snapshot-update)",
+            "→ regression; the snapshot ran other settings (max_steps 30 → 21) "
+            "(if intended, store it with --snapshot-update)",
             "*REGRESSION toy/stroll*",
         ]
     )
@@ -71,10 +72,91 @@ def test_an_improvement_passes_and_says_how_to_store_it(gated: pytest.Pytester):
     result.stdout.fnmatch_lines(
         [
             "*0 regressed, 1 improved",
-            "*improved   toy/stroll: 2/8 (25%, 7–59) → 8/8 (100%, 68–100)*",
+            "*improved   toy/stroll: 2/8 (25%, 7–59) → 8/8 (100%, 68–100)*→ improvement*",
             "*run with --snapshot-update to make them the new baseline",
         ]
     )
+    # Two more successes are no significant change: neither "improved" nor a hint to store it
+    # (and a 2/8 baseline cannot fail at 8 episodes: the summary says so).
+    result = run(gated, "--benchmark-max-steps=23")
+    result.stdout.fnmatch_lines(["*2 compared, 0 regressed, 0 improved, 1 could not fail*"])
+    assert "--snapshot-update to make them" not in result.stdout.str()
+
+
+def test_a_gate_that_cannot_fail_says_so_and_can_be_made_an_error(gated: pytest.Pytester):
+    """Two episodes against 8-episode snapshots: even 2/2 → 0/2 (p = 1/4) cannot reach the
+    level, so the verdict says the gate is blind, with the episodes it needs."""
+    run(gated, "--snapshot-update").assert_outcomes(passed=2)
+    collapsed = ["--benchmark-episodes=2", "--benchmark-max-steps=3"]
+    result = run(gated, *collapsed)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*2 compared, 0 regressed, 0 improved, 2 could not fail: need >= 6 episodes",
+            "*cannot fail toy/stroll: 8/8 (100%, 68–100) → 0/2 (0%, 0–66), McNemar cannot "
+            "detect any drop at this size (smallest p 0.25 >= 0.05; needs >= 6 episodes at "
+            "100%) → cannot fail*",
+        ]
+    )
+    failed = run(gated, *collapsed, "--benchmark-gate-power=fail")
+    failed.assert_outcomes(failed=2)
+    failed.stdout.fnmatch_lines(["*toy/walk: *cannot fail*(--benchmark-gate-power=fail)"])
+    # ... and --snapshot-update does not shrink the baseline to the short run.
+    kept = run(gated, "--snapshot-update", "--benchmark-episodes=2")
+    kept.stdout.fnmatch_lines(["toy/walk: snapshot kept: it holds 8 episodes, this run 2 *"])
+    assert len(json.loads((gated.path / SNAPS / "walk.json").read_text())["episodes"]) == 8
+
+
+STUMBLER = """
+import numpy as np
+
+#: Per task, the episode seeds on which the walker stands still (and so fails).
+STILL = {"walk": set(range(1000, 1008)), "stroll": {1000, 1001, 1002, 1003, 1004}}
+
+
+class Stumbler:
+    def __init__(self, task, num_envs):
+        self.still = STILL.get(task, set())
+        self.seeds = [None] * num_envs
+
+    def reset(self, slots, seeds):
+        for slot, seed in zip(slots, seeds):
+            self.seeds[slot] = seed
+
+    def act(self, batch):
+        return np.array([[0.0 if s in self.still else 1.0] for s in self.seeds], np.float32)
+
+    def identity(self):
+        return {"source": "module", "id": "stumbler", "revision": None}
+
+
+def make(config, num_envs):
+    return Stumbler(config.task.task, num_envs)
+"""
+
+
+def test_holm_step_down_fails_the_session_for_a_drop_only_its_second_step_finds(
+    gated: pytest.Pytester,
+):
+    """walk loses 8 of 8 paired episodes (p = 1/256 < 0.05/2: its test fails); stroll loses 5
+    (p = 1/32): above 0.05/2, so its own test passes, but below 0.05/1, Holm's second step.
+    Bonferroni would pass stroll; Holm fails the session for it, and says so."""
+    run(gated, "--snapshot-update").assert_outcomes(passed=2)
+    gated.makepyfile(stumbler=STUMBLER)
+    result = run(gated, "--benchmark-policy=module:stumbler:make", "-n", "2")
+    result.assert_outcomes(passed=1, failed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "*2 compared, 2 regressed, 0 improved",
+            "*REGRESSION toy/stroll: 8/8 * → 3/8 *, McNemar p=0.031 < 0.05 (Holm 2/2) → "
+            "regression; the snapshot is of another policy (toy.walker, this run stumbler): a "
+            "different experiment (Holm's step-down, after the tests ran: the session fails)",
+            "*REGRESSION toy/walk: 8/8 * → 0/8 *, McNemar p=0.0039 < 0.025 (Holm 1/2)*",
+        ]
+    )
+    metrics = json.loads((gated.path / "benchmark-results" / "metrics.json").read_text())
+    assert metrics["run"]["exitstatus"] == 1
 
 
 def test_update_rewrites_exactly_and_only_when_the_outcome_changed(gated: pytest.Pytester):
@@ -83,8 +165,16 @@ def test_update_rewrites_exactly_and_only_when_the_outcome_changed(gated: pytest
     os.utime(walk, (1_000_000, 1_000_000))
     run(gated, "--snapshot-update").assert_outcomes(passed=2)
     assert walk.stat().st_mtime == 1_000_000  # same outcome: untouched
-    run(gated, "--snapshot-update", "--benchmark-max-steps=21").assert_outcomes(passed=2)
+    # Another step limit is another experiment: kept unless replacing is asked for.
+    kept = run(gated, "--snapshot-update", "--benchmark-max-steps=21")
+    kept.assert_outcomes(passed=2)
+    line = "toy/stroll: snapshot kept: this run changed max_steps 30 → 21 "
+    kept.stdout.fnmatch_lines([line + "(--benchmark-snapshot-replace replaces it)"])
+    assert json.loads((gated.path / SNAPS / "stroll.json").read_text())["successes"] == 8
+    replace = ["--snapshot-update", "--benchmark-max-steps=21", "--benchmark-snapshot-replace"]
+    run(gated, *replace).assert_outcomes(passed=2)
     stroll = json.loads((gated.path / SNAPS / "stroll.json").read_text())
+    assert stroll["settings"]["max_steps"] == 21
     assert stroll["successes"] == 2 and [e["success"] for e in stroll["episodes"]][:2] == [
         True,
         False,
@@ -112,7 +202,7 @@ def test_a_missing_snapshot_fails_and_says_how_to_create_it(gated: pytest.Pytest
 def test_gate_modes_and_level(gated: pytest.Pytester):
     run(gated, "--snapshot-update").assert_outcomes(passed=2)
     run(gated, "--benchmark-max-steps=21", "--benchmark-gate=off").assert_outcomes(passed=2)
-    # Bonferroni: alpha 0.1 over 2 tasks is 0.05 per task; p = 1/64 still fails.
+    # Holm's first step: alpha 0.1 over 2 tasks is 0.05; p = 1/64 still fails.
     result = run(gated, "--benchmark-max-steps=21", "--benchmark-alpha=0.1")
     result.stdout.fnmatch_lines(["*p=0.016 < 0.05 → regression*"])
     # At a stricter level the same drop is not significant.

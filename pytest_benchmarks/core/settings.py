@@ -28,6 +28,8 @@ RECORD_ONLY = ("all", "success")
 DEVICES = ("auto", "cpu", "cuda")
 #: Snapshot gate modes: a significance test, per-episode comparison, or none.
 GATE_MODES = ("stat", "exact", "off")
+#: What a task whose gate cannot fail at this run's size does: warn in the summary, or fail.
+GATE_POWER = ("warn", "fail")
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,10 @@ class Settings:
     settle_steps: int | None = None
     gate: str = DEFAULT_GATE
     alpha: float = DEFAULT_ALPHA
+    #: warn or fail when a task's gate cannot detect any drop with this run's episodes.
+    gate_power: str = "warn"
+    #: --snapshot-update may replace a snapshot by one of fewer episodes or other settings.
+    snapshot_replace: bool = False
     shard: tuple[int, int] | None = None
     timeout: float | None = None
     #: Episode indices to run instead of range(episodes).
@@ -61,6 +67,17 @@ class Settings:
     record: Path | None = None
     #: all, or success: only the episodes that succeeded (demonstrations).
     record_only: str = "all"
+
+    def snapshot_settings(self, task: TaskRef) -> dict[str, Any]:
+        """The settings a task's outcome depends on, as its snapshot records them."""
+        config = self.env_config(task)
+        return {
+            "seed": config.seed,
+            "max_steps": config.max_steps,
+            "obs": config.obs,
+            "image_size": None if config.obs == "state" else list(config.image_size),
+            "settle_steps": config.settle_steps,
+        }
 
     @property
     def indices(self) -> tuple[int, ...]:

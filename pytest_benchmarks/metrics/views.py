@@ -58,9 +58,12 @@ def _verdict(verdict: Comparison | None) -> str:
         return "not in baseline"
     if verdict.regression:
         return f"**regression** ({verdict.test} p={verdict.p_value:.2g})"
-    if verdict.improvement:
+    if verdict.verdict == "improvement":
         return "improved"
-    return "ok"
+    if verdict.verdict == "cannot fail":
+        need = f"; needs >= {verdict.needed} episodes" if verdict.needed else ""
+        return f"cannot fail at this size{need}"
+    return "no significant change"
 
 
 def chart(results: list[TaskResult], path: Path, baseline: list[TaskResult] | None = None) -> None:

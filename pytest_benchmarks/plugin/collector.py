@@ -16,6 +16,7 @@ from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.engine.vector import describe_exit
 from pytest_benchmarks.metrics.document import build_metrics, write_metrics
 from pytest_benchmarks.metrics.run_info import run_block, static_info
+from pytest_benchmarks.metrics.stats import Comparison, holm
 from pytest_benchmarks.metrics.table import table
 from pytest_benchmarks.plugin.nodeids import task_of_nodeid
 from pytest_benchmarks.plugin.progress import progress_line
@@ -43,8 +44,14 @@ class ResultCollector:
     def __init__(self, config: pytest.Config, state: SessionState) -> None:
         self.config = config
         self.state = state
-        #: The snapshot gate's verdicts, by test node id.
+        #: The snapshot gate's verdicts as the tests reported them, by test node id.
         self.verdicts: dict[str, dict[str, Any]] = {}
+        #: The same after Holm's step-down over each test function's tasks (session end).
+        self.judged: list[Comparison] = []
+        #: Regressions only Holm's later steps found: no test failed for them.
+        self.late: set[str] = set()
+        #: Why --snapshot-update kept snapshots.
+        self.kept: list[str] = []
         self.static: dict[str, Any] | None = None
         #: What became of --benchmark-record, for the summary.
         self.record_line: str | None = None
@@ -59,6 +66,9 @@ class ResultCollector:
         verdict = getattr(report, "benchmark_gate", None)
         if verdict is not None:
             self.verdicts[report.nodeid] = verdict
+        kept = getattr(report, "benchmark_kept", None)
+        if kept is not None:
+            self.kept.append(kept)
         row = getattr(report, "benchmark_result", None)
         if row is None:
             return
@@ -114,7 +124,10 @@ class ResultCollector:
         complete = exitstatus != pytest.ExitCode.INTERRUPTED and not any(
             r.partial for r in self.state.results.values()
         )
-        self.write(partial=not complete, exitstatus=int(exitstatus))
+        self.judge()
+        if self.late and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        self.write(partial=not complete, exitstatus=int(session.exitstatus))
         if self.state.settings.record is not None:
             self.record_line, written = build_record(self.state.settings.record, self.show)
             if not written and session.exitstatus == pytest.ExitCode.OK:
@@ -154,22 +167,53 @@ class ResultCollector:
             write(self.record_line)
         self.gate_summary(write)
 
+    def judge(self) -> None:
+        """Holm's step-down over each test function's verdicts: the tests judged each task at
+        its first step (alpha / tasks that can fail); later steps need every p-value."""
+        families: dict[str, tuple[int, list[Comparison]]] = {}
+        for verdict in self.verdicts.values():
+            data = dict(verdict["comparison"], notes=tuple(verdict["comparison"]["notes"]))
+            size, group = families.setdefault(verdict["family"], (verdict["family_size"], []))
+            group.append(Comparison(**data))
+        self.judged, self.late = [], set()
+        for size, group in families.values():
+            if self.state.settings.gate != "stat":
+                self.judged += group
+                continue
+            after_holm = holm(group, self.state.settings.alpha, size)
+            for before, after in zip(group, after_holm, strict=True):
+                self.judged.append(after)
+                if after.regression and not before.regression:
+                    self.late.add(after.task)
+
     def gate_summary(self, write: Any) -> None:
-        """A count line, then each regression and each improvement (with how to store it)."""
-        if not self.verdicts:
+        """A count line, then each regression, each task that could not fail, each improvement
+        and each snapshot --snapshot-update kept."""
+        for line in self.kept:
+            write(line)
+        if not self.judged:
             return
-        verdicts = sorted(self.verdicts.values(), key=lambda v: v["line"])
-        down = [v["line"] for v in verdicts if v["regression"]]
-        up = [v["line"] for v in verdicts if v["improvement"]]
+        judged = sorted(self.judged, key=lambda c: c.task)
+        down = [c for c in judged if c.regression]
+        up = [c for c in judged if c.verdict == "improvement"]
+        blind = [c for c in judged if c.verdict == "cannot fail"]
         s = self.state.settings
-        level = f", alpha {s.alpha:g} over the tasks compared" if s.gate == "stat" else ""
-        write(
-            f"snapshot gate ({s.gate}{level}): {len(verdicts)} compared, "
-            f"{len(down)} regressed, {len(up)} improved"
-        )
-        for line in down:
-            write(f"  REGRESSION {line}")
-        for line in up:
-            write(f"  improved   {line}")
+        level = ""
+        if s.gate == "stat":
+            level = f", alpha {s.alpha:g}, Holm over the tasks that can fail"
+        counts = f"{len(judged)} compared, {len(down)} regressed, {len(up)} improved"
+        if blind:
+            needed = [c.needed for c in blind]
+            most = max((n for n in needed if n is not None), default=None)
+            need = f": need >= {most} episodes" if most is not None else ""
+            counts += f", {len(blind)} could not fail{need}"
+        write(f"snapshot gate ({s.gate}{level}): {counts}")
+        for c in down:
+            late = " (Holm's step-down, after the tests ran: the session fails)"
+            write(f"  REGRESSION {c.line()}{late if c.task in self.late else ''}")
+        for c in blind:
+            write(f"  cannot fail {c.line()}")
+        for c in up:
+            write(f"  improved   {c.line()}")
         if up:
             write("  improvements pass; run with --snapshot-update to make them the new baseline")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +26,13 @@ from syrupy.data import SnapshotCollection, SnapshotCollections
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 from syrupy.location import PyTestLocation
 
+from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.files import write_atomic
+from pytest_benchmarks.core.plan import plan_episodes
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
 from pytest_benchmarks.core.tasks import TaskRef
-from pytest_benchmarks.metrics.stats import Comparison, compare
-from pytest_benchmarks.plugin.session import GATE, get_state
+from pytest_benchmarks.metrics.stats import Comparison, compare, reachable_p, tarone
+from pytest_benchmarks.plugin.session import GATE, KEPT, get_state
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]")
 #: Beside syrupy's own ``__snapshots__``, not inside it: syrupy's default extension claims every
@@ -46,16 +48,35 @@ class SnapshotFormatError(ValueError):
 
 @dataclass(frozen=True)
 class GateContext:
-    """How to judge: the gate mode, the level, the tasks sharing it, and syrupy's update flag."""
+    """How to judge: the gate mode and level, this run's policy and settings, the task's family
+    (the tasks of its test that can fail, and Tarone's K), and syrupy's update flag."""
 
     mode: str = "stat"
     alpha: float = 0.05
-    tasks_compared: int = 1
     update: bool = False
+    replace: bool = False
+    settings: dict[str, Any] = field(default_factory=dict)
+    policy: dict[str, Any] = field(default_factory=dict)
+    family: frozenset[str] = frozenset()
+    k: int = 1
+    #: Tasks of the test function with a snapshot: the level a blind task's advice assumes.
+    compared: int = 1
 
 
-def document(result: TaskResult) -> dict[str, Any]:
-    """What a snapshot keeps: the counts and each episode's outcome, never timings."""
+@dataclass(frozen=True)
+class Snapshot:
+    """What a snapshot file holds, read back."""
+
+    id: str
+    episodes: list[EpisodeRecord]
+    policy: dict[str, Any]
+    #: The settings the episodes ran with; empty in snapshots written before they were stored.
+    settings: dict[str, Any]
+
+
+def document(result: TaskResult, settings: dict[str, Any]) -> dict[str, Any]:
+    """What a snapshot keeps: the counts, the policy, the settings the outcome depends on, and
+    each episode's outcome, never timings."""
     return {
         "id": result.task.id,
         "env": result.task.env,
@@ -65,6 +86,7 @@ def document(result: TaskResult) -> dict[str, Any]:
         "n_episodes": result.n_episodes,
         "pc_success": result.pc_success,
         "policy": result.policy,
+        "settings": settings,
         "episodes": [
             {
                 "index": e.index,
@@ -88,8 +110,8 @@ def dumps(doc: dict[str, Any]) -> str:
     return f'{head},\n  "episodes": {body}\n}}\n'
 
 
-def parse(text: str) -> tuple[str, list[EpisodeRecord]]:
-    """The task id and episode outcomes of a snapshot; SnapshotFormatError if it is not one."""
+def read(text: str) -> Snapshot:
+    """A snapshot's content; SnapshotFormatError if it is not one."""
     try:
         doc = json.loads(text)
         episodes = [
@@ -105,11 +127,55 @@ def parse(text: str) -> tuple[str, list[EpisodeRecord]]:
             )
             for e in doc["episodes"]
         ]
-        return str(doc["id"]), episodes
+        policy, settings = doc.get("policy") or {}, doc.get("settings") or {}
+        if not isinstance(policy, dict) or not isinstance(settings, dict):
+            raise TypeError("'policy' and 'settings' must be objects")
+        return Snapshot(str(doc["id"]), episodes, policy, settings)
     except json.JSONDecodeError as exc:
         raise SnapshotFormatError(f"not valid JSON ({exc})") from None
     except (KeyError, TypeError, ValueError) as exc:
         raise SnapshotFormatError(f"not a task snapshot (bad or missing field {exc})") from None
+
+
+def parse(text: str) -> tuple[str, list[EpisodeRecord]]:
+    """The task id and episode outcomes of a snapshot; SnapshotFormatError if it is not one."""
+    snap = read(text)
+    return snap.id, snap.episodes
+
+
+def setting_changes(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """``seed 1000 → 5000`` for each setting the snapshot recorded that this run changes."""
+    return [
+        f"{key} {_text(stored[key])} → {_text(current.get(key))}"
+        for key in sorted(stored)
+        if key in current and stored[key] != current[key]
+    ]
+
+
+def differences(snap: Snapshot, policy: dict[str, Any], settings: dict[str, Any]) -> list[str]:
+    """Why the snapshot and this run are not the same experiment, one note each."""
+    notes = []
+    old = snap.policy.get("id"), snap.policy.get("revision")
+    if snap.policy and old != (policy.get("id"), policy.get("revision")):
+        notes.append(
+            f"the snapshot is of another policy ({_policy_text(snap.policy)}, this run "
+            f"{_policy_text(policy)}): a different experiment"
+        )
+    changes = setting_changes(snap.settings, settings)
+    if changes:
+        notes.append(f"the snapshot ran other settings ({', '.join(changes)})")
+    return notes
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, list):
+        return "x".join(map(str, value))
+    return "default" if value is None else str(value)
+
+
+def _policy_text(policy: dict[str, Any]) -> str:
+    revision = policy.get("revision")
+    return f"{policy.get('id')}" + (f"@{revision}" if revision else "")
 
 
 def task_of(test_location: PyTestLocation) -> TaskRef:
@@ -133,11 +199,13 @@ class BenchmarkSnapshotExtension(SingleFileSnapshotExtension):
     def __init__(self) -> None:
         self.context = GateContext()
         self.comparison: Comparison | None = None
+        #: Why --snapshot-update left the stored snapshot in place.
+        self.kept: str | None = None
 
     def serialize(self, data: Any, **_: Any) -> str:
         if not isinstance(data, TaskResult):
             raise TypeError(f"task snapshots store a TaskResult, not {type(data).__name__}")
-        return dumps(document(data))
+        return dumps(document(data, self.context.settings))
 
     @classmethod
     def dirname(cls, *, test_location: PyTestLocation) -> str:
@@ -176,16 +244,46 @@ class BenchmarkSnapshotExtension(SingleFileSnapshotExtension):
     def matches(self, *, serialized_data: Any, snapshot_data: Any) -> bool:
         ctx = self.context
         if ctx.update:
+            self.kept = self.keep_reason(str(serialized_data), str(snapshot_data))
             # Updating stores this run's outcome exactly, whenever it differs at all.
-            return bool(serialized_data == snapshot_data)
+            return self.kept is not None or bool(serialized_data == snapshot_data)
         if ctx.mode == "off":
             return True
-        task, new = parse(str(serialized_data))
-        stored, old = parse(str(snapshot_data))
-        if stored != task:
-            raise SnapshotFormatError(f"holds task {stored!r}, not {task!r}")
-        self.comparison = compare(task, old, new, ctx.alpha, ctx.tasks_compared, ctx.mode)
+        new = read(str(serialized_data))
+        stored = read(str(snapshot_data))
+        if stored.id != new.id:
+            raise SnapshotFormatError(f"holds task {stored.id!r}, not {new.id!r}")
+        size = len(ctx.family) if new.id in ctx.family else ctx.k
+        self.comparison = compare(
+            new.id, stored.episodes, new.episodes, ctx.alpha, size, ctx.mode,
+            can_fail=new.id in ctx.family if ctx.mode == "stat" else None,
+            notes=differences(stored, ctx.policy, ctx.settings), session_tasks=ctx.compared,
+        )  # fmt: skip
         return not self.comparison.regression
+
+    def keep_reason(self, serialized: str, stored_text: str) -> str | None:
+        """Why this run must not replace the stored snapshot (fewer episodes, other settings),
+        or None. Never with --benchmark-snapshot-replace; an unreadable snapshot is replaced."""
+        if self.context.replace:
+            return None
+        try:
+            stored = read(stored_text)
+        except SnapshotFormatError:
+            return None
+        new = read(serialized)
+        reasons = []
+        if len(new.episodes) < len(stored.episodes):
+            held = len(stored.episodes)
+            reasons.append(f"it holds {held} episodes, this run {len(new.episodes)}")
+        changes = setting_changes(stored.settings, self.context.settings)
+        if changes:
+            reasons.append(f"this run changed {', '.join(changes)}")
+        if not reasons:
+            return None
+        return (
+            f"{new.id}: snapshot kept: {'; '.join(reasons)} "
+            "(--benchmark-snapshot-replace replaces it)"
+        )
 
     def diff_lines(self, serialized_data: Any, snapshot_data: Any) -> Any:
         if self.comparison is not None:
@@ -203,32 +301,47 @@ def _location(item: pytest.Item) -> str:
     return BenchmarkSnapshotExtension.get_location(test_location=PyTestLocation(item), index=0)
 
 
-def tasks_compared(item: pytest.Item) -> int:
-    """Tasks of this test, in this session's selection, that have a snapshot (Bonferroni's m).
+def family(item: pytest.Item) -> tuple[str, frozenset[str], int, int]:
+    """The test function's key, its tasks (in this session's selection) whose gate can fail,
+    Tarone's K (see ``stats.tarone``) and how many of its tasks have a snapshot.
 
-    Computed once per test function from the collected items, so every xdist worker, which
-    collects the whole session, reaches the same number.
+    Decided from the snapshots and the planned episodes only, never from outcomes, and once per
+    test function from the collected items, so every xdist worker reaches the same answer.
     """
     state = get_state(item.config)
-    key = f"{item.path}::{getattr(item, 'originalname', item.name)}"
-    if key not in state.gate_counts:
-        name = getattr(item, "originalname", None)
-        siblings = {
-            task.id: i
-            for i in item.session.items
-            if i.path == item.path
-            and getattr(i, "originalname", None) == name
-            and isinstance(task := _param(i), TaskRef)
-        }
-        found = sum(Path(_location(i)).is_file() for i in siblings.values())
-        state.gate_counts[key] = max(1, found)
-    return state.gate_counts[key]
+    name = getattr(item, "originalname", None)
+    key = f"{item.path}::{name or item.name}"
+    if key not in state.gate_families:
+        settings = state.settings
+        reach: dict[str, float] = {}
+        for sibling in item.session.items:
+            task = _param(sibling)
+            if sibling.path != item.path or getattr(sibling, "originalname", None) != name:
+                continue
+            if not isinstance(task, TaskRef) or task.id in reach:
+                continue
+            try:
+                stored = read(Path(_location(sibling)).read_text())
+            except (OSError, UnicodeDecodeError, SnapshotFormatError):
+                continue  # no snapshot, or a broken one its own test reports
+            benchmark = catalog.get(task.env)
+            keys = [
+                (s.index, s.seed, s.init_state)
+                for s in plan_episodes(benchmark, task, settings.seed, settings.indices)
+            ]
+            reach[task.id] = reachable_p(stored.episodes, keys)
+        members, k = tarone(reach, settings.alpha)
+        state.gate_families[key] = (frozenset(members), k, len(reach))
+    members, k, compared = state.gate_families[key]
+    return key, members, k, compared
 
 
 def check_against_snapshot(result: TaskResult, assertion: SnapshotAssertion) -> bool:
     """``result == snapshot``: True when the gate passes; otherwise the test fails with one line.
 
-    With ``--snapshot-update`` the result is stored (rewritten only if its outcome changed).
+    With ``--snapshot-update`` the result is stored (rewritten only if its outcome changed, and
+    never replacing a snapshot of more episodes or other settings without
+    ``--benchmark-snapshot-replace``).
     """
     item = assertion.test_location.item
     settings = get_state(item.config).settings
@@ -238,18 +351,36 @@ def check_against_snapshot(result: TaskResult, assertion: SnapshotAssertion) -> 
     gated = assertion.use_extension(BenchmarkSnapshotExtension)
     extension = gated.extension
     assert isinstance(extension, BenchmarkSnapshotExtension)
-    extension.context = GateContext(settings.gate, settings.alpha, tasks_compared(item), update)
+    key, members, k, compared = family(item)
+    extension.context = GateContext(
+        mode=settings.gate,
+        alpha=settings.alpha,
+        update=update,
+        replace=settings.snapshot_replace,
+        settings=settings.snapshot_settings(result.task),
+        policy=result.policy,
+        family=members,
+        k=k,
+        compared=compared,
+    )
     passed = gated == result
     execution = gated.executions[max(gated.executions)]
-    if extension.comparison is not None:
-        item.stash[GATE] = extension.comparison
+    comparison = extension.comparison
+    if comparison is not None:
+        item.stash[GATE] = (key, len(members), comparison)
+    if extension.kept is not None:
+        item.stash[KEPT] = extension.kept
+    blind = comparison is not None and comparison.verdict == "cannot fail"
+    if passed and blind and settings.gate_power == "fail":
+        assert comparison is not None
+        pytest.fail(f"{comparison.line()} (--benchmark-gate-power=fail)", pytrace=False)
     if passed:
         return True
     where = execution.snapshot_location
     if execution.exception is not None:
         pytest.fail(f"{result.task.id}: snapshot {where}: {execution.exception}", pytrace=False)
-    if extension.comparison is not None:
-        pytest.fail(f"{extension.comparison.line()} (if intended, {UPDATE_HINT})", pytrace=False)
+    if comparison is not None:
+        pytest.fail(f"{comparison.line()} (if intended, {UPDATE_HINT})", pytrace=False)
     pytest.fail(f"{result.task.id}: no snapshot at {where}; {UPDATE_HINT}", pytrace=False)
 
 

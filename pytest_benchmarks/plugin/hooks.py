@@ -6,6 +6,7 @@ The hooks stay thin; the work is done by plain functions in the other modules.
 from __future__ import annotations
 
 from collections.abc import Generator
+from dataclasses import asdict
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from pytest_benchmarks.plugin.collector import ResultCollector
 from pytest_benchmarks.plugin.progress import PROGRESS
 from pytest_benchmarks.plugin.session import (
     GATE,
+    KEPT,
     PENDING,
     STATE,
     SessionState,
@@ -108,11 +110,15 @@ def pytest_runtest_makereport(
         del item.stash[PENDING]
     verdict = item.stash.get(GATE, None)
     if verdict is not None and report.when == "call":
+        family, size, comparison = verdict
         report.benchmark_gate = {  # type: ignore[attr-defined]
-            "line": verdict.line(),
-            "regression": verdict.regression,
-            "improvement": verdict.improvement,
+            "family": family,
+            "family_size": size,
+            "comparison": asdict(comparison),
         }
+    kept = item.stash.get(KEPT, None)
+    if kept is not None and report.when == "call":
+        report.benchmark_kept = kept  # type: ignore[attr-defined]
     return report
 
 

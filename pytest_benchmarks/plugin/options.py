@@ -106,8 +106,15 @@ OPTIONS: dict[str, tuple[str, str]] = {
     ),
     "--benchmark-alpha": (
         "string",
-        "significance level of the stat gate for the whole session, split over the tasks "
-        f"compared (Bonferroni) (default {DEFAULT_ALPHA})",
+        "significance level of the stat gate for the whole session: the chance of any false "
+        "alarm, shared by Holm's step-down over the tasks that can fail "
+        f"(default {DEFAULT_ALPHA})",
+    ),
+    "--benchmark-gate-power": (
+        "string",
+        "when a task's stat gate cannot detect any drop with this run's episodes: warn (say so "
+        "in the verdict and the summary, with the episodes it needs) or fail its test "
+        "(default warn)",
     ),
     "--benchmark-record": (
         "string",
@@ -142,6 +149,7 @@ METAVARS = {
     "--benchmark-shard": "I/N",
     "--benchmark-gate": "{stat,exact,off}",
     "--benchmark-alpha": "LEVEL",
+    "--benchmark-gate-power": "{warn,fail}",
     "--benchmark-record": "DIR",
     "--benchmark-record-only": "{all,success}",
 }
@@ -171,6 +179,20 @@ def add_options(parser: pytest.Parser) -> None:
         "in a JSON Lines file per task beside the metrics JSON",
     )
     parser.addini("benchmark_debug", "like --benchmark-debug", type="bool", default=False)
+    group.addoption(
+        "--benchmark-snapshot-replace",
+        dest="benchmark_snapshot_replace",
+        action="store_true",
+        default=None,
+        help="with --snapshot-update: replace snapshots even by a run of fewer episodes or "
+        "other settings (seed, step limit, observations); without it they are kept",
+    )
+    parser.addini(
+        "benchmark_snapshot_replace",
+        "like --benchmark-snapshot-replace",
+        type="bool",
+        default=False,
+    )
 
 
 def _dest(flag: str) -> str:
@@ -187,7 +209,7 @@ def read(config: pytest.Config) -> dict[str, Any]:
             value = config.getini(dest)
         if value not in ("", None):
             raw[flag] = value
-    for flag in ("--benchmark-sync", "--benchmark-debug"):
+    for flag in ("--benchmark-sync", "--benchmark-debug", "--benchmark-snapshot-replace"):
         dest = _dest(flag)
         raw[flag] = bool(config.getoption(dest) or config.getini(dest))
     return raw

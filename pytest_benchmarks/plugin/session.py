@@ -36,8 +36,8 @@ class SessionState:
     results: dict[str, TaskResult] = field(default_factory=dict)
     started_at: float = field(default_factory=time.time)
     deselected: int = 0
-    #: Bonferroni's m per test function: its selected tasks that have a snapshot.
-    gate_counts: dict[str, int] = field(default_factory=dict)
+    #: Per test function: the tasks that can fail, Tarone's K, the tasks with a snapshot.
+    gate_families: dict[str, tuple[frozenset[str], int, int]] = field(default_factory=dict)
 
     def task_ids(self) -> set[str]:
         return {t.id for tasks in self.selection.values() for t in tasks}
@@ -85,7 +85,9 @@ STATE = pytest.StashKey[SessionState]()
 #: A result computed by a test, waiting to ride on its report to the controller (item stash).
 PENDING = pytest.StashKey[TaskResult]()
 #: The snapshot gate's verdict on the task a test compared, for its report.
-GATE = pytest.StashKey[Comparison]()
+GATE = pytest.StashKey[tuple[str, int, Comparison]]()
+#: Why --snapshot-update kept a task's snapshot, for its report.
+KEPT = pytest.StashKey[str]()
 
 
 def get_state(config: pytest.Config) -> SessionState:

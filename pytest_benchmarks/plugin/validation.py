@@ -28,6 +28,7 @@ from pytest_benchmarks.core.settings import (
     DEFAULT_SEED,
     DEVICES,
     GATE_MODES,
+    GATE_POWER,
     OBS_MODES,
     RECORD_ONLY,
     VIDEO_MODES,
@@ -223,6 +224,8 @@ def settings(raw: Mapping[str, Any], root: Path) -> Settings:
             "a level between 0 and 1 (e.g. 0.05)",
         )
         or DEFAULT_ALPHA,
+        gate_power=_choice(raw, "--benchmark-gate-power", GATE_POWER) or "warn",
+        snapshot_replace=bool(raw.get("--benchmark-snapshot-replace")),
         shard=_shard(raw.get("--benchmark-shard")),
         timeout=_number(
             "--benchmark-timeout",
