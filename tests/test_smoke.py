@@ -1,0 +1,66 @@
+"""The smoke jobs, run exactly as tox.ini runs them (the workflow and README say the same).
+
+A smoke run is one episode per task: too few for the gate to judge a success rate, which its
+summary says, but enough to check that every task's pipeline runs, its observations and actions
+are valid, and its success signal is alive on an episode the scripted expert is known to solve
+(the committed snapshots say which). Green when nothing is broken, by construction.
+"""
+
+from __future__ import annotations
+
+import configparser
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAPSHOTS = ROOT / "benchmarks" / "__benchmark_snapshots__"
+
+
+def tox_commands(env: str, tmp: Path) -> list[list[str]]:
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(ROOT / "tox.ini")
+    lines = parser[f"testenv:{env}"]["commands"].strip().splitlines()
+    return [
+        shlex.split(line.replace("{envtmpdir}", str(tmp)).replace("{posargs}", ""))
+        for line in lines
+    ]
+
+
+def option(command: list[str], name: str) -> str:
+    return next(arg.split("=", 1)[1] for arg in command if arg.startswith(f"{name}="))
+
+
+@pytest.mark.parametrize("suite", ["metaworld", "libero"])
+def test_smoke_job_is_green_and_says_what_it_cannot_judge(suite: str, tmp_path: Path):
+    run, report = tox_commands(f"smoke-{suite}", tmp_path)
+    # The workflow's smoke job runs the same selection.
+    workflow = yaml.safe_load((ROOT / ".github/workflows/benchmark_tests.yml").read_text())
+    matrix = workflow["jobs"]["smoke"]["strategy"]["matrix"]["include"]
+    args = next(m["args"] for m in matrix if m["benchmark"] == suite).split()
+    assert all(arg in run for arg in args), (args, run)
+    # The chosen episode succeeded for every task in the committed snapshots.
+    episode = int(option(run, "--benchmark-episode"))
+    env = {**os.environ, "PYTEST_ADDOPTS": "-p no:cacheprovider"}
+    done = subprocess.run(
+        [sys.executable, "-m", *run], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
+    assert "could not fail: need >= " in done.stdout, done.stdout[-3000:]
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    rows = metrics["results"]
+    assert rows and all(r["error"] is None and r["successes"] == 1 for r in rows), rows
+    for row in rows:
+        snapshot = SNAPSHOTS / f"test_{suite}" / "test_no_regression" / f"{row['id']}.json"
+        stored = json.loads(snapshot.read_text())["episodes"]
+        assert next(e["success"] for e in stored if e["index"] == episode), row["id"]
+    report_bin = Path(sys.executable).parent / report[0]
+    done = subprocess.run([str(report_bin), *report[1:]], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "report.md").read_text().count("1/1 (100%") == len(rows)
