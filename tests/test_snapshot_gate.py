@@ -242,11 +242,21 @@ def test_a_corrupt_snapshot_is_one_line(gated: pytest.Pytester, content: str, me
     assert "Traceback" not in result.stdout.str()
 
 
-@pytest.mark.parametrize("args", [["--benchmark-gate=strict"], ["--benchmark-alpha=1.5"]])
-def test_bad_gate_options_are_one_line(gated: pytest.Pytester, args: list[str]):
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["--benchmark-gate=strict"], "--benchmark-gate: 'strict' is not one of stat, exact, off"),
+        (["--benchmark-alpha=1.5"], "--benchmark-alpha: '1.5' is not a level between 0 and 1*"),
+        (
+            ["--benchmark-gate-power=loud"],
+            "--benchmark-gate-power: 'loud' is not one of warn, fail",
+        ),
+    ],
+)
+def test_bad_gate_options_are_one_line(gated: pytest.Pytester, args: list[str], line: str):
     result = run(gated, *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --benchmark-*: *"])
+    result.stderr.fnmatch_lines([f"ERROR: {line}"])
 
 
 def test_committed_snapshots_catch_a_moderate_drop_and_pass_fresh_episodes(
