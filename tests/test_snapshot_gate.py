@@ -263,27 +263,28 @@ def test_committed_snapshots_catch_a_moderate_drop_and_pass_fresh_episodes(
     pytester: pytest.Pytester,
 ):
     """The committed Meta-World snapshots at the committed settings (50 episodes, seed 1000):
-    the expert with a random action in 42% of its steps (about 30 points lower on push and
-    pick-place) fails the gate, at a p-value below even the default MT10 run's first Holm
-    step (0.05 / 10); the unchanged expert on other episodes (another seed) passes."""
+    the expert with a random action in 42% of its steps (about 30 points lower on push) fails
+    the gate, at a p-value below even the default MT10 run's first Holm step (0.05 / 10); the
+    unchanged expert on other episodes (another seed) passes."""
     root = Path(__file__).resolve().parents[1] / "benchmarks"
     pytester.makepyfile(test_metaworld=(root / "test_metaworld.py").read_text())
     stored = Path("__benchmark_snapshots__/test_metaworld/test_no_regression/metaworld")
     (pytester.path / stored).mkdir(parents=True)
-    for task in ("push-v3", "pick-place-v3"):
-        (pytester.path / stored / f"{task}.json").write_text(
-            (root / stored / f"{task}.json").read_text()
-        )
-    args = ["-p", "no:cacheprovider", "-k", "test_no_regression", "-n", "2"]
-    args += ["--benchmark-task=push-v3,pick-place-v3", "--benchmark-episodes=50"]
+    push = stored / "push-v3.json"
+    (pytester.path / push).write_text((root / push).read_text())
+    args = ["-p", "no:cacheprovider", "-k", "test_no_regression"]
+    args += ["--benchmark-task=push-v3", "--benchmark-episodes=50"]
     degraded = pytester.runpytest_subprocess(*args, "--benchmark-policy=scripted+noise:0.42")
-    degraded.assert_outcomes(failed=2)
+    degraded.assert_outcomes(failed=1)
     lines = [line for line in degraded.stdout.lines if line.startswith("  REGRESSION ")]
-    p_values = [float(re.search(r"McNemar p=(\S+) <", line).group(1)) for line in lines]
-    assert len(p_values) == 2 and max(p_values) < 0.05 / 10, lines
+    assert len(lines) == 1, degraded.stdout.str()
+    rate = re.search(r"→ (\d+)/50", lines[0])
+    p_value = re.search(r"McNemar p=(\S+) <", lines[0])
+    assert rate and p_value, lines[0]
+    assert 25 <= int(rate.group(1)) <= 45 and float(p_value.group(1)) < 0.05 / 10, lines[0]
     reseeded = pytester.runpytest_subprocess(*args, "--benchmark-seed=2000")
-    reseeded.assert_outcomes(passed=2)
-    reseeded.stdout.fnmatch_lines(["*2 compared, 0 regressed*"])
+    reseeded.assert_outcomes(passed=1)
+    reseeded.stdout.fnmatch_lines(["*1 compared, 0 regressed*"])
 
 
 def test_snapshots_of_a_deselected_module_survive(gated: pytest.Pytester):
