@@ -55,7 +55,9 @@ def test_shard_option_splits_the_selection_and_merges_back(toy_project: pytest.P
     assert cli("merge", first, second, "-o", out).returncode == 0
     assert outcomes(read_metrics(out)) == outcomes(read_metrics(whole))
     # More shards than tasks: an empty shard runs nothing and fails nothing.
-    empty = toy_project.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark-shard=3/3")
+    empty = toy_project.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--benchmark-env=toy", "--benchmark-shard=3/3"
+    )
     assert empty.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     bad = toy_project.runpytest_subprocess("--benchmark-shard=3/2")
     bad.stderr.fnmatch_lines(
