@@ -22,7 +22,7 @@ from typing import Any
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.settings import GATE_MODES, GATE_POWER
 from pytest_benchmarks.metrics.document import build_metrics, load_results, schema, write_metrics
-from pytest_benchmarks.metrics.stats import Comparison, compare_results
+from pytest_benchmarks.metrics.stats import Comparison, compare_results, summary
 
 #: Run settings that must agree for shards to form one run.
 SHARED_SETTINGS = ("seed", "episodes", "policy", "max_steps", "obs", "image_size", "settle_steps")
@@ -109,20 +109,19 @@ def compare_runs(
 
 def gate_summary(verdicts: list[Comparison], alpha: float, mode: str, power: str) -> str:
     """``3 tasks compared (stat, alpha 0.05, Holm over 2 that can fail): 1 regressed, ...``."""
-    down = sum(v.regression for v in verdicts)
-    up = sum(v.verdict == "improvement" for v in verdicts)
-    blind = [v for v in verdicts if v.verdict == "cannot fail"]
     level = ""
     if mode == "stat":
         level = f", alpha {alpha:g}, Holm over {sum(v.can_fail for v in verdicts)} that can fail"
-    counts = f"{down} regressed, {up} improved"
-    if blind:
-        most = max((v.needed for v in blind if v.needed is not None), default=None)
-        counts += f", {len(blind)} could not fail" + (f": need >= {most} episodes" if most else "")
-    failed = down or (power == "fail" and blind)
-    return f"{len(verdicts)} tasks compared ({mode}{level}): {counts} → " + (
-        "REGRESSION" if down else "GATE CANNOT FAIL" if failed else "no regression"
+    down = any(v.regression for v in verdicts)
+    blind = any(v.verdict == "cannot fail" for v in verdicts)
+    outcome = (
+        "REGRESSION"
+        if down
+        else "GATE CANNOT FAIL"
+        if power == "fail" and blind
+        else ("no regression")
     )
+    return f"{len(verdicts)} tasks compared ({mode}{level}): {summary(verdicts)} → {outcome}"
 
 
 def report(args: argparse.Namespace) -> int:

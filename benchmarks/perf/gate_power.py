@@ -25,17 +25,12 @@ import numpy as np
 from scipy.stats import binom
 
 from pytest_benchmarks.core.results import EpisodeRecord
+from pytest_benchmarks.envs.metaworld_tasks import MT10
 from pytest_benchmarks.metrics.stats import compare, judge, mcnemar_lower, tarone
 
 SNAPSHOTS = Path(__file__).resolve().parents[1] / "__benchmark_snapshots__"
 #: The tasks each benchmark's default run gates (the project's settings).
-DEFAULT_RUN = {
-    "metaworld": [
-        "reach-v3", "push-v3", "pick-place-v3", "door-open-v3", "drawer-open-v3",
-        "drawer-close-v3", "button-press-topdown-v3", "peg-insert-side-v3", "window-open-v3",
-        "window-close-v3",
-    ],
-}  # fmt: skip
+DEFAULT_RUN = {"metaworld": MT10}
 
 
 def episodes(outcomes: np.ndarray, offset: int = 0) -> list[EpisodeRecord]:

@@ -116,7 +116,7 @@ class Comparison:
     needed: int | None = None
     #: Why baseline and run are different experiments (another policy, other settings).
     notes: tuple[str, ...] = ()
-    #: How the threshold was reached: "" (one task or the first Holm step), "Holm".
+    #: How the threshold was reached: "" (one task compared) or Holm's step, "Holm 2/5".
     procedure: str = ""
 
     @property
@@ -210,8 +210,7 @@ def compare(
     gained = sum(n and not b for b, n in shared)
     threshold = alpha / max(1, tasks_compared)
     paired = bool(shared) and len(shared) == len(new)
-    min_p = min_p_value(sum(b for b, _ in shared) if paired else base_k, len(baseline),
-                        len(new), paired)  # fmt: skip
+    min_p = reachable_p(baseline, [_key(e) for e in new])
     if mode == "exact":
         if len(shared) != len(new):
             raise ValueError(
@@ -252,6 +251,19 @@ def compare(
         else episodes_needed(rate, alpha / max(1, session_tasks or tasks_compared), paired),
         notes=tuple(notes),
     )
+
+
+def summary(verdicts: Sequence[Comparison]) -> str:
+    """``1 regressed, 0 improved, 2 could not fail: need >= 14 episodes``: the counts the
+    plugin's summary and ``compare`` both print."""
+    down = sum(v.regression for v in verdicts)
+    up = sum(v.verdict == "improvement" for v in verdicts)
+    blind = [v for v in verdicts if v.verdict == "cannot fail"]
+    text = f"{down} regressed, {up} improved"
+    if blind:
+        most = max((v.needed for v in blind if v.needed is not None), default=None)
+        text += f", {len(blind)} could not fail" + (f": need >= {most} episodes" if most else "")
+    return text
 
 
 def tarone(min_ps: Mapping[str, float], alpha: float) -> tuple[set[str], int]:

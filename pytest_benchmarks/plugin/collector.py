@@ -16,7 +16,7 @@ from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.engine.vector import describe_exit
 from pytest_benchmarks.metrics.document import build_metrics, write_metrics
 from pytest_benchmarks.metrics.run_info import run_block, static_info
-from pytest_benchmarks.metrics.stats import Comparison, holm
+from pytest_benchmarks.metrics.stats import Comparison, holm, summary
 from pytest_benchmarks.metrics.table import table
 from pytest_benchmarks.plugin.nodeids import task_of_nodeid
 from pytest_benchmarks.plugin.progress import progress_line
@@ -201,13 +201,7 @@ class ResultCollector:
         level = ""
         if s.gate == "stat":
             level = f", alpha {s.alpha:g}, Holm over the tasks that can fail"
-        counts = f"{len(judged)} compared, {len(down)} regressed, {len(up)} improved"
-        if blind:
-            needed = [c.needed for c in blind]
-            most = max((n for n in needed if n is not None), default=None)
-            need = f": need >= {most} episodes" if most is not None else ""
-            counts += f", {len(blind)} could not fail{need}"
-        write(f"snapshot gate ({s.gate}{level}): {counts}")
+        write(f"snapshot gate ({s.gate}{level}): {len(judged)} compared, {summary(judged)}")
         for c in down:
             late = " (Holm's step-down, after the tests ran: the session fails)"
             write(f"  REGRESSION {c.line()}{late if c.task in self.late else ''}")

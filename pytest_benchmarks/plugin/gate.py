@@ -137,12 +137,6 @@ def read(text: str) -> Snapshot:
         raise SnapshotFormatError(f"not a task snapshot (bad or missing field {exc})") from None
 
 
-def parse(text: str) -> tuple[str, list[EpisodeRecord]]:
-    """The task id and episode outcomes of a snapshot; SnapshotFormatError if it is not one."""
-    snap = read(text)
-    return snap.id, snap.episodes
-
-
 def setting_changes(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """``seed 1000 → 5000`` for each setting the snapshot recorded that this run changes."""
     return [
