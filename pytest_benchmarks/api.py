@@ -17,10 +17,12 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.benchmark import Benchmark
 from pytest_benchmarks.core.policy import Policy
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.settings import DEFAULT_EPISODES, DEFAULT_SEED
@@ -112,17 +114,9 @@ def evaluate(
             env = LazyVectorEnv(config, slots, sync)
             processors = benchmark.processors(config)
             try:
-                if isinstance(policy, str):
-                    task_policy = make_policy(
-                        policy, benchmark, config, env.num_envs, device, processors.features
-                    )
-                elif isinstance(policy, Policy):
-                    task_policy = policy
-                else:
-                    task_policy = policy(config, env.num_envs)
                 result = evaluate_task(
                     env,
-                    task_policy,
+                    partial(build_policy, policy, benchmark, config, env.num_envs, device),
                     processors,
                     seed,
                     range(episodes),
@@ -143,3 +137,19 @@ def evaluate(
     if settings.record is not None:
         out.dataset = build_dataset(parts_dir(settings.record), settings.record)
     return out
+
+
+def build_policy(
+    policy: str | Policy | Callable[[EnvConfig, int], Policy],
+    benchmark: Benchmark,
+    config: EnvConfig,
+    num_envs: int,
+    device: str,
+) -> Policy:
+    """The task's policy from a spec, an instance (used as is) or a factory."""
+    if isinstance(policy, str):
+        features = benchmark.processors(config).features
+        return make_policy(policy, benchmark, config, num_envs, device, features)
+    if isinstance(policy, Policy):
+        return policy
+    return policy(config, num_envs)

@@ -32,8 +32,10 @@ def test_success_rate(evaluate):
 
 
 @pytest.fixture
-def toy_project(pytester: pytest.Pytester) -> pytest.Pytester:
-    """A pytester project whose tests run the toy benchmark."""
+def toy_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """A pytester project whose tests run the toy benchmark; every process its sessions start
+    carries the project's path in ``TOY_RUN`` (see test_faults.leftover_processes)."""
+    monkeypatch.setenv("TOY_RUN", str(pytester.path))
     pytester.makeconftest(TOY_CONFTEST)
     pytester.makepyfile(test_toy=TOY_TESTS)
     return pytester

@@ -3,12 +3,15 @@ sessions writing one metrics file. The toy benchmark's tasks misbehave on purpos
 
 from __future__ import annotations
 
+import contextlib
+import fnmatch
 import json
 import multiprocessing
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import jsonschema
@@ -30,8 +33,9 @@ def rows(pytester: pytest.Pytester) -> dict[str, dict]:
 
 
 def leftover_processes(marker: str, wait_s: float = 10.0) -> list[str]:
-    """Processes whose command line mentions ``marker`` (the test's directory), after giving
-    the ones on their way out up to ``wait_s`` to go."""
+    """Live processes whose command line or environment mentions ``marker`` (the test's
+    directory, in ``TOY_RUN`` of every process a toy session starts, orphans included), after
+    giving the ones on their way out up to ``wait_s`` to go."""
     deadline = time.monotonic() + wait_s
     while True:
         found = []
@@ -40,10 +44,11 @@ def leftover_processes(marker: str, wait_s: float = 10.0) -> list[str]:
                 continue
             try:
                 cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                environ = (entry / "environ").read_bytes().decode(errors="replace")
                 state = (entry / "stat").read_text().split(") ", 1)[1][0]
             except OSError:
                 continue
-            if marker in cmdline and state != "Z":
+            if (marker in cmdline or marker in environ) and state != "Z":
                 found.append(f"{entry.name}: {cmdline[:200]}")
         if not found or time.monotonic() > deadline:
             return found
@@ -153,6 +158,27 @@ def test_timeout_stops_a_hung_task_and_reaps_its_workers(toy_project: pytest.Pyt
     assert leftover_processes(str(toy_project.path)) == []
 
 
+def test_timeout_kills_workers_that_ignore_sigterm_or_are_stopped(toy_project: pytest.Pytester):
+    # A worker that ignores SIGTERM, and one stopped by SIGSTOP: the shutdown escalates to
+    # SIGKILL within its deadline instead of waiting on them.
+    result = toy_project.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--benchmark-task=walk,stubborn,frozen",
+        "--benchmark-episodes=2",
+        "--benchmark-batch-size=2",
+        "--benchmark-timeout=3",
+        timeout=240,  # the hung steps would take an hour
+    )
+    result.assert_outcomes(passed=2, failed=4)
+    found = rows(toy_project)
+    for task in ("stubborn", "frozen"):
+        error = found[f"toy/{task}"]["error"]
+        assert error.startswith(f"TaskTimeout: toy/{task} timed out after 3 s"), error
+    assert found["toy/walk"]["successes"] == 2
+    assert leftover_processes(str(toy_project.path)) == []
+
+
 def test_bad_timeout_is_one_line(toy_project: pytest.Pytester):
     result = run(toy_project, "--benchmark-timeout=soon")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -223,3 +249,185 @@ def test_two_sessions_on_one_metrics_path(toy_project: pytest.Pytester):
     final = read_metrics(path)
     assert final["run"]["seed"] in (1, 2) and not final["run"]["partial"]
     assert [p.name for p in path.parent.iterdir() if p.name.startswith(".shared")] == []
+
+
+HOSTILE_POLICIES = """
+import json, math, os, sys, time
+import numpy as np
+from pathlib import Path
+
+class Forward:
+    def __init__(self, num_envs, who=None):
+        self.num_envs, self.who = num_envs, who
+    def reset(self, slots, seeds):
+        pass
+    def act(self, batch):
+        return np.ones((self.num_envs, 1), dtype=np.float32)
+    def identity(self):
+        if self.who == "raise":
+            raise KeyError("no identity")
+        if self.who is not None:
+            return {"none": None, "nan": {"source": "m", "id": "x", "revision": math.nan},
+                    "object": {"source": "m", "id": object(), "revision": None}}[self.who]
+        return {"source": "module", "id": "hostile", "revision": None}
+
+def make(config, num_envs):
+    with open("builds.txt", "a") as f:  # one line per build
+        f.write(config.task.id + "\\n")
+    return Forward(num_envs)
+
+def raising(config, num_envs):
+    raise RuntimeError("the weights are corrupt")
+
+def wrong_signature(config):
+    return Forward(1)
+
+def sleeping(config, num_envs):
+    time.sleep(3600)
+
+def identity_none(config, num_envs):
+    return Forward(num_envs, "none")
+
+def identity_nan(config, num_envs):
+    return Forward(num_envs, "nan")
+
+def identity_object(config, num_envs):
+    return Forward(num_envs, "object")
+
+def identity_raise(config, num_envs):
+    return Forward(num_envs, "raise")
+"""
+
+
+@pytest.mark.parametrize(
+    "spec, error",
+    [
+        (
+            "hostile:raising",
+            "raising(config, num_envs) raised RuntimeError: the weights are corrupt",
+        ),
+        ("hostile:wrong_signature", "wrong_signature(config, num_envs) raised TypeError: *"),
+        ("import_raises:make", "importing import_raises raised RuntimeError: no GPU here"),
+        ("import_syntax:make", "importing import_syntax raised SyntaxError: *"),
+        ("import_exits:make", "importing import_exits raised SystemExit: 3"),
+        ("hostile:identity_none", "Forward.identity() returned None; expected a dict *"),
+        ("hostile:identity_nan", "Forward.identity() returned *nan*; expected a dict *"),
+        ("hostile:identity_object", "Forward.identity() returned *object*; expected a dict *"),
+        ("hostile:identity_raise", "Forward.identity() raised KeyError: 'no identity'"),
+    ],
+)
+def test_a_policy_that_cannot_be_built_is_a_one_line_task_error(
+    toy_project: pytest.Pytester, spec: str, error: str
+):
+    toy_project.makepyfile(
+        hostile=HOSTILE_POLICIES,
+        import_raises="raise RuntimeError('no GPU here')",
+        import_syntax="def broken(:\n    pass",
+        import_exits="import sys\nsys.exit(3)",
+    )
+    result = run(toy_project, f"--benchmark-policy=module:{spec}", "--benchmark-task=walk,stroll")
+    # Built once per task: the second test of each task reads the task's error.
+    result.assert_outcomes(failed=4)
+    out = result.stdout.str()
+    assert "Traceback" not in out and "INTERNALERROR" not in out
+    result.stdout.fnmatch_lines([f"*toy/walk: *{error}", "*toy/walk failed earlier in this*"])
+    found = rows(toy_project)
+    for task in ("toy/walk", "toy/stroll"):
+        assert found[task]["n_episodes"] == 0 and found[task]["planned_episodes"] == 10
+        assert fnmatch.fnmatch(found[task]["error"], f"PolicyError: *{error}")
+    assert not (toy_project.path / "builds.txt").exists()
+
+
+def test_the_policy_is_built_once_per_task_and_within_the_timeout(toy_project: pytest.Pytester):
+    toy_project.makepyfile(hostile=HOSTILE_POLICIES)
+    result = run(
+        toy_project, "--benchmark-policy=module:hostile:make", "--benchmark-task=walk,stroll"
+    )
+    result.assert_outcomes(passed=4)
+    builds = (toy_project.path / "builds.txt").read_text().split()
+    assert builds == ["toy/walk", "toy/stroll"]
+    slow = toy_project.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--benchmark-policy=module:hostile:sleeping",
+        "--benchmark-task=walk", "--benchmark-timeout=2", timeout=120,
+    )  # fmt: skip
+    slow.assert_outcomes(failed=2)
+    error = rows(toy_project)["toy/walk"]["error"]
+    assert error == "TaskTimeout: toy/walk timed out after 2 s (--benchmark-timeout)"
+
+
+def test_a_non_finite_reward_is_the_tasks_error_and_the_document_stays_valid(
+    toy_project: pytest.Pytester,
+):
+    result = run(
+        toy_project, "--benchmark-task=walk,nan-reward", "--benchmark-episodes=3",
+        "--benchmark-batch-size=1",
+    )  # fmt: skip
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    found = rows(toy_project)
+    assert found["toy/walk"]["successes"] == 3
+    error = found["toy/nan-reward"]["error"]
+    assert error == "RewardError: the env returned a non-finite reward: nan (episode 1 step 3)"
+    assert found["toy/nan-reward"]["n_episodes"] == 1  # the episode before it is kept
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 1 MiB tmpfs, filled up; a file ``filler`` takes the space."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True
+    )
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode().strip()}")
+    try:
+        with contextlib.suppress(OSError), open(mount / "filler", "wb") as f:
+            while True:
+                f.write(b"\0" * 4096)
+                f.flush()
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_full_disk_is_reported_once_and_the_next_write_retries(
+    toy_project: pytest.Pytester, full_disk: Path
+):
+    # The disk frees up when the second task starts: its write must land, with both tasks.
+    toy_project.makeconftest(
+        toy_project.path.joinpath("conftest.py").read_text()
+        + f"""
+from pathlib import Path
+
+def pytest_runtest_setup(item):
+    if "toy/stroll" in item.nodeid:
+        Path({str(full_disk / "filler")!r}).unlink(missing_ok=True)
+"""
+    )
+    metrics = full_disk / "run.json"
+    result = run(
+        toy_project, "--benchmark-task=walk,stroll", "--benchmark-episodes=2",
+        f"--benchmark-metrics={metrics}",
+    )  # fmt: skip
+    result.assert_outcomes(passed=4)
+    out = result.stdout.str()
+    assert "INTERNALERROR" not in out
+    assert out.count("cannot write") == 1
+    result.stdout.fnmatch_lines(
+        [f"metrics: cannot write {metrics}: OSError: *No space left on device*",
+         f"metrics: written to {metrics} again"]
+    )  # fmt: skip
+    document = read_metrics(metrics)
+    assert {row["id"] for row in document["results"]} == {"toy/walk", "toy/stroll"}
+    assert not [p.name for p in full_disk.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_metrics_write_that_never_succeeds_fails_the_session(
+    toy_project: pytest.Pytester, full_disk: Path
+):
+    metrics = full_disk / "run.json"
+    result = run(toy_project, "--benchmark-task=walk", f"--benchmark-metrics={metrics}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([f"metrics: NOT written to {metrics}: OSError: *"])
+    assert not metrics.exists()

@@ -138,7 +138,7 @@ def test_a_policy_that_does_not_fit_the_env_gets_the_feature_diff(
         action_dim=4,
     )  # fmt: skip
     result = run_policy(pytester, folder)
-    result.assert_outcomes(errors=1)
+    result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
         f"*lerobot:{folder.resolve()} does not fit metaworld/reach-v3:",
         "*~ observation.state: the policy wants [[]8], the env gives [[]4]",
@@ -156,7 +156,7 @@ def test_lerobot_policies_get_lerobots_layout_unless_asked_otherwise(
     folder = lerobot_models.checkpoint("act", tmp_path / "act", inputs, action_dim=4)
     run_policy(pytester, folder).assert_outcomes(passed=1)
     own = run_policy(pytester, folder, "--benchmark-obs=pixels")
-    own.assert_outcomes(errors=1)
+    own.assert_outcomes(failed=1)
     own.stdout.fnmatch_lines(["*- observation.image [[]3, 48, 48]: the env does not provide it"])
 
 
@@ -173,7 +173,7 @@ def test_load_errors_are_one_line(pytester: pytest.Pytester, tmp_path: Path):
     broken.mkdir()
     (broken / "config.json").write_text(json.dumps(["not", "a", "config"]))
     result = run_policy(pytester, broken)
-    result.assert_outcomes(errors=1)
+    result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([f"*lerobot:{broken.resolve()}: not a LeRobot checkpoint (*"])
     assert "Traceback" not in result.stdout.str()
     absent = pytester.runpytest_subprocess("--benchmark-policy=lerobot:./absent/model")
@@ -213,7 +213,7 @@ def test_a_hub_checkpoint_from_the_local_cache_offline(
     identity = read_metrics(metrics)["results"][0]["policy"]
     assert identity == {"source": "lerobot", "id": "my-org/act-reach", "revision": commit}
     missing = run_policy(pytester, "my-org/absent")
-    missing.assert_outcomes(errors=1)
+    missing.assert_outcomes(failed=1)
     missing.stdout.fnmatch_lines(["*lerobot:my-org/absent: not in the local Hub cache*"])
 
 
@@ -249,5 +249,5 @@ def test_smolvla_and_pi0_configs_go_through_the_same_feature_check(
             f"*- observation.image [[]3, {IMAGE}, {IMAGE}]: the env does not provide it",
             "*~ observation.state: the policy wants [[]4], the env gives [[]39]",
         ])  # fmt: skip
-    result.assert_outcomes(errors=1)
+    result.assert_outcomes(failed=1)
     assert "Traceback" not in result.stdout.str()

@@ -131,7 +131,7 @@ def test_task_selection_and_group(toy_project: pytest.Pytester):
         (["--benchmark-env=absent"], "--benchmark-env: absent is not installed*"),
         (
             ["--benchmark-task=run"],
-            "--benchmark-task: unknown toy task or group 'run'; valid groups: corridor; valid tasks: walk, stroll, crash, interrupt, killed, hang, reset-error, step-error",
+            "--benchmark-task: unknown toy task or group 'run'; valid groups: corridor; valid tasks: walk, stroll, crash, interrupt, killed, hang, reset-error, step-error, stubborn, frozen, nan-reward, terminate",
         ),
         (
             ["--benchmark-policy=magic"],
@@ -269,6 +269,29 @@ def test_success_rate(evaluate):
     assert rows["toy/interrupt"]["error"].startswith("KeyboardInterrupt")
     assert rows["toy/interrupt"]["n_episodes"] == 0
     assert [p.name for p in metrics.parent.iterdir()] == ["metrics.json"]
+
+
+def test_sigterm_is_handled_like_ctrl_c(toy_project: pytest.Pytester):
+    # CI runners and `timeout` stop a job with SIGTERM: the summary is printed, and the metrics
+    # JSON keeps the finished tasks, the running task's finished episodes and the exit status.
+    result = run(
+        toy_project,
+        "--benchmark-task=walk,terminate",
+        "--benchmark-episodes=3",
+        "--benchmark-batch-size=1",
+    )
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        ["*benchmark results*", "toy/terminate *1/1 * (1 of 3 planned)  ERROR Terminated: SIGTERM"]
+    )
+    document = read_metrics(toy_project.path / "benchmark-results" / "metrics.json")
+    jsonschema.validate(document, schema())
+    assert document["run"]["partial"] is True
+    assert document["run"]["exitstatus"] == pytest.ExitCode.INTERRUPTED
+    rows = {row["id"]: row for row in document["results"]}
+    assert rows["toy/walk"]["successes"] == 3
+    assert rows["toy/terminate"]["error"] == "Terminated: SIGTERM"
+    assert rows["toy/terminate"]["n_episodes"] == 1
 
 
 def test_metaworld_records_match_across_batch_sizes_and_workers(pytester: pytest.Pytester):

@@ -109,7 +109,7 @@ def test_hub_policy_from_the_local_cache_offline(
     )
     pinned.assert_outcomes(passed=1)
     missing = pytester.runpytest_subprocess(*ARGS, "--benchmark-policy=hub:tiny-org/absent")
-    missing.assert_outcomes(errors=1)
+    missing.assert_outcomes(failed=1)
     missing.stdout.fnmatch_lines(
         [
             "*metaworld/reach-v3: hub:tiny-org/absent: not in the local Hub cache, and the Hub cannot be reached*"
@@ -162,8 +162,10 @@ def test_rollout(evaluate):
         ("module:no_such_module:make", "module:no_such_module:make: cannot import no_such_module*"),
     ):
         bad = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--benchmark-policy={spec}")
-        bad.assert_outcomes(errors=2)
-        bad.stdout.fnmatch_lines([f"*toy/walk: {message}"])
+        bad.assert_outcomes(failed=2)  # each task's test; its row holds the error
+        bad.stdout.fnmatch_lines(
+            [f"*toy/walk: {message}", f"toy/walk *ERROR PolicyError: {message}"]
+        )
 
 
 def test_action_chunk_queues_refill_per_slot_and_clear_on_reset():
@@ -240,14 +242,19 @@ def test_a_policy_that_does_not_fit_the_env_fails_before_any_episode(
     train_tiny_policy(tmp_path / "small", state_dim=8)
     pytester.makepyfile(test_mw=TESTS)
     result = pytester.runpytest_subprocess(*ARGS, f"--benchmark-policy={tmp_path / 'small'}")
-    result.assert_outcomes(errors=1)
+    result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
             f"*metaworld/reach-v3: local:{tmp_path / 'small'} does not fit metaworld/reach-v3:",
             "*~ observation.state: the policy wants [[]8[]], the env gives [[]39[]]",
         ]
     )
-    assert "benchmark results" not in result.stdout.str()  # no episode ran
+    # No episode ran; the task's row says why.
+    row = read_metrics(pytester.path / "benchmark-results" / "metrics.json")["results"][0]
+    assert row["n_episodes"] == 0 and row["planned_episodes"] == 2
+    assert row["error"] == (
+        f"PolicyError: local:{tmp_path / 'small'} does not fit metaworld/reach-v3:"
+    )
 
 
 def test_bad_policy_and_device_options_are_one_line(pytester: pytest.Pytester, tmp_path: Path):
@@ -283,7 +290,7 @@ def test_bad_policy_and_device_options_are_one_line(pytester: pytest.Pytester, t
         result.stderr.fnmatch_lines([f"ERROR: *{message.replace('[', '[[]')}"])
     pytester.makepyfile(test_mw=TESTS)
     result = pytester.runpytest_subprocess(*ARGS, f"--benchmark-policy={tmp_path}/noclass")
-    result.assert_outcomes(errors=1)
+    result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["*config.json: no 'policy_class' naming the model class as 'package.module:Class'*"]
     )

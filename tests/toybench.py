@@ -29,6 +29,10 @@ TASKS = {
     "hang": "Stop responding in the third step.",
     "reset-error": "Raise in reset.",
     "step-error": "Raise in the third step.",
+    "stubborn": "Ignore SIGTERM and stop responding in the third step.",
+    "frozen": "Stop the process that steps this env (SIGSTOP) in the third step.",
+    "nan-reward": "Return a NaN reward in the third step of the second episode.",
+    "terminate": "Send SIGTERM to the process that steps this env in its second episode.",
 }
 
 
@@ -41,12 +45,14 @@ class Corridor(gym.Env[np.ndarray, np.ndarray]):
         self.action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
         self.x = 0.0
         self.steps = 0
+        self.episodes = 0
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
         if self.task == "reset-error":
             raise RuntimeError("the corridor has no floor")
         self.x = -0.1 * int((options or {}).get("init_state", 0))
         self.steps = 0
+        self.episodes += 1
         return np.array([self.x, 0.0]), {}
 
     def step(self, action: np.ndarray) -> Any:
@@ -58,9 +64,18 @@ class Corridor(gym.Env[np.ndarray, np.ndarray]):
             os.kill(os.getpid(), signal.SIGKILL)
         if self.task == "hang" and self.steps == 2:
             time.sleep(3600)
+        if self.task == "stubborn" and self.steps == 2:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            time.sleep(3600)
+        if self.task == "terminate" and self.steps == 2 and self.episodes == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+        if self.task == "frozen" and self.steps == 2:
+            os.kill(os.getpid(), signal.SIGSTOP)
         if self.task == "step-error" and self.steps == 2:
             raise ValueError("the corridor wall moved")
         self.steps += 1
+        if self.task == "nan-reward" and self.steps == 3 and self.episodes == 2:
+            return np.array([self.x, self.steps]), float("nan"), False, False, {"success": False}
         speed = 0.05 if self.task == "stroll" else 0.2
         self.x += speed * float(action[0])
         return (

@@ -12,6 +12,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from pytest_benchmarks.core.errors import one_line
+
 
 @runtime_checkable
 class Policy(Protocol):
@@ -25,3 +27,34 @@ class Policy(Protocol):
 
     def identity(self) -> dict[str, str | None]:
         """``source``, ``id`` and ``revision`` recorded in the metrics JSON."""
+
+
+class PolicyError(Exception):
+    """A policy that could not be built, or whose ``identity()`` the metrics JSON cannot hold."""
+
+
+IDENTITY_KEYS = ("source", "id", "revision")
+
+
+def checked_identity(policy: Policy) -> dict[str, str | None]:
+    """``policy.identity()``, checked: a dict of strings or None with source, id and revision."""
+    try:
+        identity = policy.identity()
+    except Exception as exc:
+        raise PolicyError(f"{type(policy).__name__}.identity() raised {one_line(exc)}") from None
+    if (
+        not isinstance(identity, dict)
+        or not all(isinstance(k, str) for k in identity)
+        or not all(v is None or isinstance(v, str) for v in identity.values())
+        or not set(IDENTITY_KEYS) <= set(identity)
+    ):
+        raise PolicyError(
+            f"{type(policy).__name__}.identity() returned {_short(identity)}; expected a dict "
+            "with 'source', 'id' and 'revision', each a string or None"
+        )
+    return dict(identity)
+
+
+def _short(value: object, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

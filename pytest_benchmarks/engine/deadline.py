@@ -16,8 +16,11 @@ from contextlib import contextmanager
 from types import FrameType
 
 
-class TaskTimeout(Exception):
-    """A task ran past ``--benchmark-timeout``."""
+class TaskTimeout(BaseException):
+    """A task ran past ``--benchmark-timeout``.
+
+    A BaseException, like KeyboardInterrupt, so that a policy's or env's ``except Exception``
+    cannot swallow it."""
 
 
 @contextmanager

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.plan import plan_episodes
-from pytest_benchmarks.core.policy import Policy
+from pytest_benchmarks.core.policy import Policy, checked_identity
 from pytest_benchmarks.core.processors import EnvProcessors
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
 from pytest_benchmarks.engine.deadline import time_limit
@@ -28,7 +28,7 @@ class WorkerDied(RuntimeError):
 
 def evaluate_task(
     vector_env: LazyVectorEnv,
-    policy: Policy,
+    policy: Policy | Callable[[], Policy],
     processors: EnvProcessors,
     seed: int,
     episodes: Sequence[int],
@@ -38,20 +38,19 @@ def evaluate_task(
     trace: StepTrace | None = None,
     recorder: EpisodeRecorder | None = None,
 ) -> TaskResult:
-    """Run the given episode indices of the vector env's task, within ``timeout`` seconds.
+    """Run the given episode indices of the vector env's task with ``policy`` (or the policy a
+    function builds), building and episodes both within ``timeout`` seconds.
 
-    ``record`` receives the result whatever happens: on an error (Ctrl-C and timeouts included)
-    it holds the episodes that finished and the error in one line, the vector env's workers are
-    killed, and the error propagates (as WorkerDied when a worker process died). ``progress``
-    sees the result after every episode; ``recorder`` writes each finished episode's frames.
-    The vector env is closed at the end, which also waits
-    for the episodes' videos.
+    A policy that cannot be built is a task error like any other. ``record`` receives the
+    result whatever happens: on an error (Ctrl-C and timeouts included) it holds the episodes
+    that finished and the error in one line, the vector env's workers are killed, and the error
+    propagates (as WorkerDied when a worker process died). ``progress`` sees the result after
+    every episode; ``recorder`` writes each finished episode's frames. The vector env is closed
+    at the end, which also waits for the episodes' videos.
     """
     task = vector_env.config.task
     plan = plan_episodes(catalog.get(task.env), task, seed, episodes)
-    result = TaskResult(
-        task, batch_size=vector_env.num_envs, planned=len(plan), policy=policy.identity()
-    )
+    result = TaskResult(task, batch_size=vector_env.num_envs, planned=len(plan))
 
     def on_episode(episode: EpisodeRecord) -> None:
         result.episodes.append(episode)
@@ -61,7 +60,10 @@ def evaluate_task(
     started = time.perf_counter()
     try:
         with time_limit(timeout, task.id):
-            run_episodes(vector_env.get(), policy, processors, plan, on_episode, trace, recorder)
+            acting = policy if isinstance(policy, Policy) else policy()
+            result.policy = checked_identity(acting)
+            started = time.perf_counter()  # eval_s times the episodes, not the policy's load
+            run_episodes(vector_env.get(), acting, processors, plan, on_episode, trace, recorder)
     except BaseException as exc:
         # A worker that died shows up as a broken pipe; name the process and its signal instead.
         dead = vector_env.dead_workers() if isinstance(exc, (EOFError, ConnectionError)) else None

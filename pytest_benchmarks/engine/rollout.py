@@ -58,6 +58,10 @@ class ActionCheck:
         return None
 
 
+class RewardError(ValueError):
+    """An env returned a reward the metrics cannot hold (NaN or infinity)."""
+
+
 def run_episodes(
     env: VectorEnv,
     policy: Policy,
@@ -120,6 +124,12 @@ def run_episodes(
             name = ":".join(str(who.get(k)) for k in ("source", "id") if who.get(k))
             raise ActionError(f"{problem} (policy {name}; {where})")
         obs, rewards, terminated, truncated, info = env.step(actions)
+        if not math.isfinite(rewards.sum()):
+            bad = [(s.index, steps[i] + 1, rewards[i]) for i, s in enumerate(running) if s]
+            raise RewardError(
+                "the env returned a non-finite reward: "
+                + ", ".join(f"{r} (episode {e} step {t})" for e, t, r in bad if not np.isfinite(r))
+            )
         # Parked slots report reward 0, no success and no end; their accumulators are reset
         # before they run another episode, so nothing here needs masking.
         sum_reward += rewards

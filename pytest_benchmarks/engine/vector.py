@@ -15,11 +15,14 @@ import os
 import signal
 import time
 from functools import partial
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
+from gymnasium.vector.async_vector_env import AsyncState
 
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.benchmark import Benchmark
@@ -27,6 +30,12 @@ from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.engine.video import VideoRecorder
 
 MAX_AUTO_BATCH = 64
+
+#: Seconds a worker has to close its env and videos after the last episode.
+CLOSE_GRACE_S = 60.0
+
+#: Seconds between SIGTERM and SIGKILL when workers are stopped.
+TERM_GRACE_S = 2.0
 
 
 class SlotEnv(gym.Env[Any, Any]):
@@ -148,20 +157,30 @@ class LazyVectorEnv:
 
     def close(self, terminate: bool = False) -> None:
         """Close the workers; ``terminate`` kills them (after a failure, a timeout or Ctrl-C,
-        when a worker may be dead, hung or mid-call). Never leaves a worker process behind."""
+        when a worker may be dead, hung or mid-call). Never leaves a worker process behind.
+
+        Every wait is bounded: a worker gets ``CLOSE_GRACE_S`` to close its env (and finish its
+        videos), then SIGTERM, then SIGKILL ``TERM_GRACE_S`` later, which also ends a worker
+        that ignores SIGTERM or is stopped.
+        """
         if self._env is None:
             return
         env, self._env = self._env, None
         processes = list(getattr(env, "processes", ()))
+        if not processes:
+            env.close()
+            return
+        pipes = [p for p in getattr(env, "parent_pipes", ()) if p is not None and not p.closed]
         try:
-            env.close(terminate=terminate) if processes else env.close()
-        except Exception:
-            pass  # a dead worker breaks gymnasium's own close; the kill below still runs
+            if not terminate and getattr(env, "_state", None) is AsyncState.DEFAULT:
+                terminate = not close_workers(pipes, CLOSE_GRACE_S)
+        except (OSError, EOFError):
+            terminate = True  # a dead worker's pipe
         finally:
-            for process in processes:
-                if process.is_alive():
-                    process.kill()
-                process.join(timeout=10)
+            stop_processes(processes, 0.0 if terminate else CLOSE_GRACE_S)
+            for pipe in pipes:
+                pipe.close()
+            # gymnasium's own close would wait on the workers without limit; they are gone.
             env.closed = True  # type: ignore[attr-defined]
 
     def dead_workers(self, wait_s: float = 2.0) -> str | None:
@@ -183,6 +202,37 @@ class LazyVectorEnv:
                 return None
             time.sleep(0.05)
         return None
+
+
+def close_workers(pipes: list[Connection], timeout_s: float) -> bool:
+    """Ask every worker to close its env; True when all answered within ``timeout_s``."""
+    for pipe in pipes:
+        pipe.send(("close", None))
+    deadline = time.monotonic() + timeout_s
+    for pipe in pipes:
+        if not pipe.poll(max(0.0, deadline - time.monotonic())):
+            return False
+        pipe.recv()
+    return True
+
+
+def stop_processes(processes: list[BaseProcess], timeout_s: float) -> None:
+    """Wait up to ``timeout_s`` for the processes to exit, then SIGTERM, then SIGKILL: each
+    wait bounded, and every process reaped."""
+    deadline = time.monotonic() + timeout_s
+    for process in processes:
+        process.join(timeout=max(0.0, deadline - time.monotonic()))
+    for stop in ("terminate", "kill"):
+        alive = [p for p in processes if p.exitcode is None]
+        if not alive:
+            return
+        for process in alive:
+            getattr(process, stop)()
+        deadline = time.monotonic() + TERM_GRACE_S
+        for process in alive:
+            process.join(timeout=max(0.0, deadline - time.monotonic()))
+    for process in processes:
+        process.join(timeout=TERM_GRACE_S)  # SIGKILL cannot be ignored; this returns
 
 
 def describe_exit(code: int | None) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.engine.vector import describe_exit
 from pytest_benchmarks.metrics.document import build_metrics, write_metrics
@@ -55,6 +56,8 @@ class ResultCollector:
         self.static: dict[str, Any] | None = None
         #: What became of --benchmark-record, for the summary.
         self.record_line: str | None = None
+        #: Why the last metrics write failed (a full disk); None once a write succeeds.
+        self.write_error: str | None = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         progress = getattr(report, "benchmark_progress", None)
@@ -128,6 +131,8 @@ class ResultCollector:
         if self.late and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         self.write(partial=not complete, exitstatus=int(session.exitstatus))
+        if self.write_error is not None and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the run's results are not saved
         if self.state.settings.record is not None:
             self.record_line, written = build_record(self.state.settings.record, self.show)
             if not written and session.exitstatus == pytest.ExitCode.OK:
@@ -146,7 +151,19 @@ class ResultCollector:
             self.static, state.settings, state.workers, state.started_at, partial, exitstatus
         )
         document = build_metrics(self.state.results.values(), run, self.state.settings.policy)
-        write_metrics(self.state.settings.metrics, document)
+        path = self.state.settings.metrics
+        try:
+            write_metrics(path, document)
+        except (OSError, ValueError) as exc:
+            # A full disk must not end the session: say it once, keep going, retry next time.
+            if self.write_error is None:
+                why = one_line(exc)
+                self.show(f"metrics: cannot write {path}: {why} (retried after each task)")
+            self.write_error = one_line(exc)
+            return
+        if self.write_error is not None:
+            self.show(f"metrics: written to {path} again")
+        self.write_error = None
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         state = self.state
@@ -162,7 +179,10 @@ class ResultCollector:
         terminalreporter.section("benchmark results")
         for line in table(list(state.results.values())):
             write(line)
-        write(f"metrics: {state.settings.metrics}")
+        if self.write_error is None:
+            write(f"metrics: {state.settings.metrics}")
+        else:
+            write(f"metrics: NOT written to {state.settings.metrics}: {self.write_error}", red=True)
         if self.record_line:
             write(self.record_line)
         self.gate_summary(write)

@@ -7,12 +7,13 @@ call, and every later test of the task reads the same TaskResult without startin
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import cast
 
 import pytest
 
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.features import FeatureMismatch
-from pytest_benchmarks.core.policy import Policy
+from pytest_benchmarks.core.policy import Policy, PolicyError
 from pytest_benchmarks.core.processors import EnvProcessors
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.tasks import TaskRef
@@ -90,14 +91,14 @@ def evaluate(
     request: pytest.FixtureRequest,
     benchmark_task: TaskRef,
     vector_env: LazyVectorEnv,
-    policy: Policy,
     env_processors: EnvProcessors,
 ) -> Callable[[], GatedResult]:
     """Call to run the task's planned episodes (once per session) and get its TaskResult
     (``assert evaluate() == snapshot`` gates it against its snapshot).
 
     The result is recorded for the run's metrics JSON; a failed rollout fails every test of the
-    task, the first with the original traceback.
+    task, the first with the original traceback. The ``policy`` fixture is built here, once per
+    task and within ``--benchmark-timeout``; one that cannot be built is the task's error.
     """
     state = get_state(request.config)
 
@@ -107,15 +108,23 @@ def evaluate(
         state.cache[benchmark_task.id] = result
         request.node.stash[PENDING] = result
 
+    def build_policy() -> Policy:
+        try:
+            policy = request.getfixturevalue("policy")
+        except pytest.fail.Exception as exc:  # the policy fixture's own one-line failures
+            raise PolicyError(str(exc.msg).removeprefix(f"{benchmark_task.id}: ")) from None
+        return cast(Policy, policy)
+
     def rollout() -> TaskResult:
         settings = state.settings
         tracer = (
             StepTraceFile(trace_path(settings.metrics, benchmark_task)) if settings.debug else None
         )
+        unbuilt = None
         try:
             return evaluate_task(
                 vector_env,
-                policy,
+                build_policy,
                 env_processors,
                 settings.seed,
                 settings.indices,
@@ -125,9 +134,13 @@ def evaluate(
                 tracer,
                 recorder_for(settings, benchmark_task, env_processors),
             )
+        except PolicyError as exc:
+            unbuilt = str(exc)
         finally:
             if tracer is not None:
                 tracer.close()
+        # Outside the except block, so the failure is one line with no chained exception.
+        pytest.fail(f"{benchmark_task.id}: {unbuilt}", pytrace=False)
 
     def run() -> GatedResult:
         cached = state.cache.get(benchmark_task.id)

@@ -5,7 +5,7 @@ The hooks stay thin; the work is done by plain functions in the other modules.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import asdict
 from typing import Any
 
@@ -14,7 +14,7 @@ import pytest
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.policy_spec import expert_based
 from pytest_benchmarks.core.tasks import TaskRef
-from pytest_benchmarks.plugin import options
+from pytest_benchmarks.plugin import options, signals
 from pytest_benchmarks.plugin.collector import ResultCollector
 from pytest_benchmarks.plugin.progress import PROGRESS
 from pytest_benchmarks.plugin.session import (
@@ -28,6 +28,8 @@ from pytest_benchmarks.plugin.session import (
 )
 
 MARKER = "benchmark_env"
+
+RESTORE_SIGTERM = pytest.StashKey[Callable[[], None]]()
 
 
 class _Excluded:
@@ -50,6 +52,12 @@ def pytest_configure(config: pytest.Config) -> None:
     state = config.stash[STATE] = build_state(config)
     if not state.is_worker:
         config.pluginmanager.register(ResultCollector(config, state), "benchmarks-collector")
+    xdist_controller = not state.is_worker and bool(getattr(config.option, "numprocesses", None))
+    config.stash[RESTORE_SIGTERM] = signals.install(forward_to_children=xdist_controller)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    config.stash.get(RESTORE_SIGTERM, lambda: None)()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

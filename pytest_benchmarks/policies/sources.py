@@ -9,6 +9,7 @@ import importlib.util
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.features import check_features
 
 if TYPE_CHECKING:
@@ -107,12 +108,22 @@ def module_policy(argument: str, config: EnvConfig, num_envs: int) -> Policy:
 
     module_name, _, factory_name = argument.partition(":")
     try:
-        factory = getattr(importlib.import_module(module_name), factory_name)
+        module = importlib.import_module(module_name)
     except ImportError as exc:
         raise PolicySourceError(f"module:{argument}: cannot import {module_name} ({exc})") from None
-    except AttributeError:
-        raise PolicySourceError(f"module:{argument}: {module_name} has no {factory_name}") from None
-    policy = factory(config, num_envs)
+    except (Exception, SystemExit) as exc:  # the module's own code failed (or exited)
+        raise PolicySourceError(
+            f"module:{argument}: importing {module_name} raised {one_line(exc)}"
+        ) from None
+    factory = getattr(module, factory_name, None)
+    if not callable(factory):
+        raise PolicySourceError(f"module:{argument}: {module_name} has no {factory_name}")
+    try:
+        policy = factory(config, num_envs)
+    except (Exception, SystemExit) as exc:
+        raise PolicySourceError(
+            f"module:{argument}: {factory_name}(config, num_envs) raised {one_line(exc)}"
+        ) from None
     if not isinstance(policy, Policy):
         missing = [
             m for m in ("reset", "act", "identity") if not callable(getattr(policy, m, None))

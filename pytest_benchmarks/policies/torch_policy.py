@@ -74,6 +74,14 @@ def load_pretrained(directory: Path, device: str) -> nn.Module:
         ) from None
     except json.JSONDecodeError as exc:
         raise PolicyLoadError(f"{config_file}: not valid JSON ({exc.msg})") from None
+    except UnicodeDecodeError:
+        raise PolicyLoadError(f"{config_file}: not UTF-8 text (a binary file?)") from None
+    except RecursionError:
+        raise PolicyLoadError(f"{config_file}: JSON nested too deeply") from None
+    if not isinstance(config, dict):
+        raise PolicyLoadError(
+            f"{config_file}: holds a JSON {type(config).__name__}, expected an object"
+        )
     name = config.get(CLASS_KEY)
     if not isinstance(name, str) or ":" not in name:
         raise PolicyLoadError(
