@@ -2,12 +2,15 @@
 pytest.
 
 ``merge`` joins the metrics of CI shards (or xdist remote machines) into one run and refuses
-inputs that overlap or were made with different settings; ``compare`` applies the regression
-gate's statistics to two runs and exits 1 when a task's success rate dropped significantly;
-``report`` writes a Markdown table (for ``$GITHUB_STEP_SUMMARY``) and a PNG chart;
+inputs that overlap, were made with different settings or cut with different shard counts;
+``compare`` applies the regression gate's statistics to two runs and exits 1 when a task's
+success rate dropped significantly, 3 when it cannot judge (a task errored or ran no episode,
+or the runs share no task);
+``report`` writes a Markdown table (for ``$GITHUB_STEP_SUMMARY``) and a chart;
 ``record-build`` turns the episodes of a ``--benchmark-record`` run that stopped before its
 dataset was written (``DIR.parts``) into the LeRobotDataset.
-Bad input is one line on stderr and exit status 2, never a traceback.
+Bad input (and an output path that is not a regular file) is one line on stderr and exit
+status 2, never a traceback.
 """
 
 from __future__ import annotations
@@ -19,17 +22,30 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_benchmarks.core.files import check_writable, write_atomic
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.settings import GATE_MODES, GATE_POWER
 from pytest_benchmarks.metrics.document import build_metrics, load_results, schema, write_metrics
 from pytest_benchmarks.metrics.stats import Comparison, compare_results, summary
 
 #: Run settings that must agree for shards to form one run.
+#: What ``report --png`` can draw, by file extension.
+CHART_FORMATS = ("png", "svg", "pdf")
+
 SHARED_SETTINGS = ("seed", "episodes", "policy", "max_steps", "obs", "image_size", "settle_steps")
+
+
+#: Exit statuses: 1 a regression (or, with --gate-power=fail, a gate that cannot fail), 2 bad
+#: input, 3 runs that cannot be judged (a task errored or ran no episode, or no task in common).
+EXIT_REGRESSION, EXIT_INPUT, EXIT_UNJUDGEABLE = 1, 2, 3
 
 
 class InputError(Exception):
     """A metrics file that cannot be used; the message is the one line shown."""
+
+
+class Unjudgeable(Exception):
+    """Two runs the gate cannot judge at all (they share no task)."""
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -42,6 +58,12 @@ def load(path: Path) -> dict[str, Any]:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not UTF-8 text (a binary file?)") from None
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested too deeply to be a metrics file") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise InputError(f"{path}: not usable JSON ({str(exc).splitlines()[0][:120]})") from None
     try:
         jsonschema.validate(document, schema())
     except jsonschema.ValidationError as exc:
@@ -57,6 +79,7 @@ def merge(paths: Sequence[Path]) -> dict[str, Any]:
     first_path, first = documents[0]
     owner: dict[str, Path] = {}
     results: list[TaskResult] = []
+    check_shards(documents)
     for path, document in documents:
         for key in SHARED_SETTINGS:
             if document["run"].get(key) != first["run"].get(key):
@@ -83,8 +106,40 @@ def merge(paths: Sequence[Path]) -> dict[str, Any]:
         "partial": any(r["partial"] for r in runs),
         "exitstatus": max((r["exitstatus"] or 0) for r in runs),
         "shards": [str(path) for path, _ in documents],
+        "shard": None,  # the merged document is the whole run
     }
     return build_metrics(results, run, first["policy"]["spec"])
+
+
+def check_shards(documents: Sequence[tuple[Path, dict[str, Any]]]) -> None:
+    """Shards of one run: all cut with one count (``--benchmark-shard=I/N``), each I once."""
+    cuts = [(path, document["run"].get("shard")) for path, document in documents]
+    sharded = [(path, cut) for path, cut in cuts if cut]
+    if not sharded:
+        return
+    first_path, first = sharded[0]
+    named = f"{first_path} is shard {first[0]}/{first[1]}"
+    seen: dict[int, Path] = {}
+    for path, cut in cuts:
+        if not cut:
+            raise InputError(f"{path}: not a shard, but {named}")
+        if cut[1] != first[1]:
+            raise InputError(
+                f"{path}: shard {cut[0]}/{cut[1]}, but {named}; shards of one run are cut with "
+                "one count"
+            )
+        if cut[0] in seen:
+            raise InputError(f"{path}: shard {cut[0]}/{cut[1]} is also {seen[cut[0]]}")
+        seen[cut[0]] = path
+
+
+def unusable(result: TaskResult, run: str) -> str | None:
+    """Why a task of a run cannot be compared: it errored, or has no episodes."""
+    if result.error:
+        return f"the {run} run's task failed: {result.error}"
+    if not result.n_episodes:
+        return f"the {run} run has no episodes of it"
+    return None
 
 
 def compare_runs(
@@ -94,20 +149,38 @@ def compare_runs(
     ``power="fail"``, a task whose test cannot detect any drop at these episode counts."""
     before = {r.task.id: r for r in load_results(old)}
     after = {r.task.id: r for r in load_results(new)}
+    common = sorted(set(before) & set(after))
+    if not common:
+        raise Unjudgeable(
+            f"the runs share no task (old: {len(before)} tasks, new: {len(after)}); nothing to gate"
+        )
+    problems = {
+        t: why
+        for t in common
+        if (why := unusable(after[t], "new") or unusable(before[t], "old")) is not None
+    }
+    judged = [t for t in common if t not in problems]
     try:
-        verdicts = compare_results(list(after.values()), list(before.values()), alpha, mode)
+        verdicts = compare_results([after[t] for t in judged], [before[t] for t in judged],
+                                   alpha, mode)  # fmt: skip
     except ValueError as exc:
         raise InputError(str(exc)) from None
     lines = [v.line() for v in verdicts.values()]
+    lines += [f"{t}: cannot compare: {why}" for t, why in problems.items()]
     lines += [f"{task_id}: only in the old run" for task_id in sorted(set(before) - set(after))]
     lines += [f"{task_id}: only in the new run" for task_id in sorted(set(after) - set(before))]
-    lines.append(gate_summary(list(verdicts.values()), alpha, mode, power))
+    lines.append(gate_summary(list(verdicts.values()), alpha, mode, power, len(problems)))
     blind = any(v.verdict == "cannot fail" for v in verdicts.values())
-    failed = any(v.regression for v in verdicts.values()) or (power == "fail" and blind)
-    return lines, failed
+    if any(v.regression for v in verdicts.values()):
+        return lines, EXIT_REGRESSION
+    if problems:
+        return lines, EXIT_UNJUDGEABLE
+    return lines, EXIT_REGRESSION if power == "fail" and blind else 0
 
 
-def gate_summary(verdicts: list[Comparison], alpha: float, mode: str, power: str) -> str:
+def gate_summary(
+    verdicts: list[Comparison], alpha: float, mode: str, power: str, failed: int = 0
+) -> str:
     """``3 tasks compared (stat, alpha 0.05, Holm over 2 that can fail): 1 regressed, ...``."""
     level = ""
     if mode == "stat":
@@ -117,6 +190,8 @@ def gate_summary(verdicts: list[Comparison], alpha: float, mode: str, power: str
     outcome = (
         "REGRESSION"
         if down
+        else f"{failed} TASKS NOT COMPARABLE"
+        if failed
         else "GATE CANNOT FAIL"
         if power == "fail" and blind
         else ("no regression")
@@ -130,15 +205,30 @@ def report(args: argparse.Namespace) -> int:
 
     results = load_results(load(args.run))
     baseline = load_results(load(args.baseline)) if args.baseline else None
+    for path in (args.output, args.png):
+        if path is not None:
+            output_path(path)
+    if args.png is not None and args.png.suffix.lower().lstrip(".") not in CHART_FORMATS:
+        raise InputError(
+            f"--png: {args.png}: unknown image format {args.png.suffix or '(no extension)'}; "
+            f"valid: {', '.join('.' + f for f in CHART_FORMATS)}"
+        )
     text = markdown(results, baseline, args.alpha)
     if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text)
+        write_atomic(args.output, text, fsync=False)
     else:
         print(text, end="")
     if args.png:
         chart(results, args.png, baseline)
     return 0
+
+
+def output_path(path: Path) -> None:
+    """A file the command may write: absent, or a regular file in a writable directory."""
+    try:
+        check_writable(path)
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc}") from None
 
 
 def record_build(root: Path) -> int:
@@ -196,6 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "merge":
+            output_path(args.output)
             document = merge(args.inputs)
             write_metrics(args.output, document)
             print(
@@ -208,14 +299,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise InputError(f"--alpha: {args.alpha} is not between 0 and 1")
         if args.command == "report":
             return report(args)
-        lines, regressed = compare_runs(
+        lines, status = compare_runs(
             load(args.old), load(args.new), args.alpha, args.gate, args.gate_power
         )
         print("\n".join(lines))
-        return 1 if regressed else 0
+        return status
     except InputError as exc:
         print(f"pytest-benchmarks: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_INPUT
+    except Unjudgeable as exc:
+        print(f"pytest-benchmarks: cannot compare: {exc}", file=sys.stderr)
+        return EXIT_UNJUDGEABLE
+    except OSError as exc:  # an output that could not be written after all (a full disk)
+        print(f"pytest-benchmarks: error: {exc.filename or ''}: {exc.strerror or exc}",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_INPUT
 
 
 if __name__ == "__main__":

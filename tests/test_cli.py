@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import shutil
 import subprocess
@@ -54,11 +55,25 @@ def test_shard_option_splits_the_selection_and_merges_back(toy_project: pytest.P
     out = toy_project.path / "merged.json"
     assert cli("merge", first, second, "-o", out).returncode == 0
     assert outcomes(read_metrics(out)) == outcomes(read_metrics(whole))
-    # More shards than tasks: an empty shard runs nothing and fails nothing.
-    empty = toy_project.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--benchmark-env=toy", "--benchmark-shard=3/3"
-    )
-    assert empty.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    # More shards than tasks: an empty shard runs nothing, fails nothing, and leaves an empty,
+    # valid metrics document, so a CI matrix's merge step has every shard.
+    for workers in ("0", "2"):
+        path = toy_project.path / f"empty-{workers}.json"
+        empty = toy_project.runpytest_subprocess(
+            "-p", "no:cacheprovider", "--benchmark-env=toy", "--benchmark-shard=3/3",
+            "--benchmark-episodes=6",
+            f"--benchmark-metrics={path}", "-n", workers,
+        )  # fmt: skip
+        assert empty.ret == pytest.ExitCode.OK
+        empty.stdout.fnmatch_lines([f"benchmark shard 3/3 holds no task; metrics: {path}"])
+        assert read_metrics(path)["results"] == []
+    thirds = [
+        session(toy_project, f"t{i}", "--benchmark-env=toy", f"--benchmark-shard={i}/3")
+        for i in (1, 2)
+    ]
+    merged = cli("merge", *thirds, path, "-o", toy_project.path / "thirds.json")
+    assert merged.returncode == 0, merged.stderr
+    assert outcomes(read_metrics(toy_project.path / "thirds.json")) == outcomes(read_metrics(whole))
     bad = toy_project.runpytest_subprocess("--benchmark-shard=3/2")
     bad.stderr.fnmatch_lines(
         ["ERROR: --benchmark-shard: '3/2' is not I/N with 1 <= I <= N (e.g. 2/4)"]
@@ -180,3 +195,83 @@ def test_exact_gate_on_different_episodes_is_refused(toy_project: pytest.Pyteste
         "toy/walk: the exact gate compares the same episodes, but 6 of 6 new episodes"
         in done.stderr
     )
+
+
+def test_compare_refuses_runs_it_cannot_judge(toy_project: pytest.Pytester):
+    """A task that crashed (0/0) is not 'no significant drop': compare exits 3, one line per
+    task; so do runs with no task in common. report marks the error as an error."""
+    old = session(toy_project, "old", "--benchmark-task=walk,stroll")
+    crashed = session(toy_project, "crashed", "--benchmark-task=walk,reset-error")
+    # The crashed run's reset-error task stands in for stroll: same id, no episodes, an error.
+    document = json.loads(crashed.read_text())
+    for row in document["results"]:
+        if row["id"] == "toy/reset-error":
+            row.update(id="toy/stroll", task="stroll", task_id=1)
+    crashed.write_text(json.dumps(document))
+    done = cli("compare", old, crashed)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert (
+        "toy/stroll: cannot compare: the new run's task failed: RuntimeError: the corridor has "
+        "no floor" in done.stdout
+    )
+    assert done.stdout.strip().endswith("→ 1 TASKS NOT COMPARABLE")
+    other = session(toy_project, "other", "--benchmark-task=step-error")
+    done = cli("compare", old, other)
+    assert done.returncode == 3
+    assert done.stderr.strip() == (
+        "pytest-benchmarks: cannot compare: the runs share no task (old: 2 tasks, new: 1); "
+        "nothing to gate"
+    )
+    report = cli("report", crashed, "--baseline", old)
+    assert report.returncode == 0
+    stroll = next(line for line in report.stdout.splitlines() if "`toy/stroll`" in line)
+    assert stroll.endswith("| **error** |") and "error: RuntimeError" in stroll
+    assert "Errors (not judged) in toy/stroll." in report.stdout
+
+
+def test_hostile_inputs_and_outputs_are_one_line(toy_project: pytest.Pytester, tmp_path: Path):
+    run = session(toy_project, "run")
+    binary = tmp_path / "binary.json"
+    binary.write_bytes(b"\xff\xfe\x00binary")
+    digits = tmp_path / "digits.json"
+    digits.write_text('{"schema_version": ' + "9" * 5000 + "}")
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    for path, message in [
+        (binary, f"{binary}: not UTF-8 text (a binary file?)"),
+        (digits, f"{digits}: not usable JSON (Exceeds the limit (4300 digits) *"),
+        (deep, f"{deep}: JSON nested too deeply to be a metrics file"),
+    ]:
+        done = cli("compare", path, run)
+        assert done.returncode == 2, done.stderr
+        assert fnmatch.fnmatch(done.stderr.strip(), f"pytest-benchmarks: error: {message}")
+    link = tmp_path / "link.json"
+    link.symlink_to(run)
+    for args, message in [
+        (("merge", run, "-o", tmp_path), f"cannot write {tmp_path}: {tmp_path} is a directory"),
+        (("merge", run, "-o", link), f"cannot write {link}: {link} is a symbolic link (to {run})*"),
+        (("merge", run, "-o", "/dev/null"), "cannot write /dev/null: /dev/null is not a regular *"),
+        (("report", run, "--png", tmp_path), f"cannot write {tmp_path}: {tmp_path} is a directory"),
+        (
+            ("report", run, "--png", tmp_path / "chart.bmpx"),
+            f"--png: {tmp_path / 'chart.bmpx'}: unknown image format .bmpx; valid: .png, .svg, .pdf",
+        ),
+    ]:
+        done = cli(*args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert fnmatch.fnmatch(done.stderr.strip(), f"pytest-benchmarks: error: {message}"), (
+            done.stderr
+        )
+    assert link.is_symlink() and Path("/dev/null").is_char_device()
+
+
+def test_merge_refuses_shards_of_different_counts(toy_project: pytest.Pytester):
+    half = session(toy_project, "half", "--benchmark-task=walk,stroll", "--benchmark-shard=1/2")
+    third = session(toy_project, "third", "--benchmark-task=walk,stroll", "--benchmark-shard=2/3")
+    done = cli("merge", half, third, "-o", toy_project.path / "all.json")
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"pytest-benchmarks: error: {third}: shard 2/3, but {half} is shard 1/2; shards of one "
+        "run are cut with one count"
+    )
+    assert not (toy_project.path / "all.json").exists()

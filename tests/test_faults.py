@@ -431,3 +431,29 @@ def test_a_metrics_write_that_never_succeeds_fails_the_session(
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([f"metrics: NOT written to {metrics}: OSError: *"])
     assert not metrics.exists()
+
+
+def test_a_metrics_path_that_is_no_regular_file_is_refused(toy_project: pytest.Pytester):
+    target = toy_project.path / "kept.json"
+    target.write_text("{}")
+    link = toy_project.path / "link.json"
+    link.symlink_to(target)
+    for path, why in [
+        ("/dev/null", "/dev/null is not a regular file; give a new path or a regular file"),
+        (str(link), f"{link} is a symbolic link (to {target}); give the file itself"),
+    ]:
+        result = run(toy_project, f"--benchmark-metrics={path}")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([f"ERROR: --benchmark-metrics: cannot write {path}: {why}"])
+    assert Path("/dev/null").is_char_device() and link.is_symlink()
+    assert target.read_text() == "{}"
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_written_files_take_the_umask_mode(tmp_path: Path, umask: int):
+    previous = os.umask(umask)
+    try:
+        write_atomic(tmp_path / "run.json", {"schema_version": 1})
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "run.json").stat().st_mode & 0o777 == 0o666 & ~umask

@@ -137,7 +137,26 @@ def test_task_selection_and_group(toy_project: pytest.Pytester):
             ["--benchmark-policy=magic"],
             "--benchmark-policy: unknown policy 'magic'; valid: scripted, scripted+noise:FRACTION, random, noop, hub:REPO_ID[[]@REVISION[]], lerobot:REPO_ID_OR_DIR, module:package.module:factory, or a checkpoint directory (./path or /path)",
         ),
-        (["--benchmark-episodes=0"], "--benchmark-episodes: '0' is not an integer >= 1"),
+        (
+            ["--benchmark-episodes=0"],
+            "--benchmark-episodes: '0' is not an integer in [[]1, 1000000[]]",
+        ),
+        (
+            ["--benchmark-episodes=1000000000"],
+            "--benchmark-episodes: '1000000000' is not an integer in [[]1, 1000000[]]",
+        ),
+        (
+            ["--benchmark-seed=4294967296"],
+            "--benchmark-seed: '4294967296' is not an integer in [[]0, 2147483647[]]",
+        ),
+        (
+            ["--benchmark-episodes="],
+            "--benchmark-episodes: empty value; give one, or leave the option out",
+        ),
+        (
+            ["--benchmark-task= "],
+            "--benchmark-task: empty value; give one, or leave the option out",
+        ),
         (
             ["--benchmark-obs=depth"],
             "--benchmark-obs: 'depth' is not one of state, pixels, lerobot",

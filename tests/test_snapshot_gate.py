@@ -222,15 +222,49 @@ def test_gate_modes_and_level(gated: pytest.Pytester):
     result.stdout.fnmatch_lines(["*toy/walk: snapshot *walk.json: *are not in the baseline*"])
 
 
+EPISODE = '{{"index": {0}, "seed": 1000, "init_state": 0, "success": {1}, "steps": 5}}'
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
         ("{not json", "not valid JSON"),
         (
             '{"id": "toy/walk", "episodes": [{"index": 0}]}',
-            "not a task snapshot (bad or missing field 'seed')",
+            "not a task snapshot (episodes/0: 'seed' is a required property)",
         ),
         ('{"id": "toy/stroll", "episodes": []}', "holds task 'toy/stroll', not 'toy/walk'"),
+        # Hand edits that used to be read silently.
+        (
+            '{"id": "toy/walk", "episodes": [' + EPISODE.format(0, '"false"') + "]}",
+            "not a task snapshot (episodes/0/success: 'false' is not of type 'boolean')",
+        ),
+        (
+            '{"id": "toy/walk", "episodes": ['
+            + EPISODE.format(0, "true").replace("1000", "1000.5")
+            + "]}",
+            "not a task snapshot (episodes/0/seed: 1000.5 is not of type 'integer')",
+        ),
+        (
+            '{"id": "toy/walk", "episodes": [' + EPISODE.format(-1, "true") + "]}",
+            "not a task snapshot (episodes/0/index: -1 is less than the minimum of 0)",
+        ),
+        (
+            '{"id": "toy/walk", "episodes": ['
+            + EPISODE.format(0, "true")
+            + ", "
+            + EPISODE.format(0, "true")
+            + "]}",
+            "episode index 0 appears more than once",
+        ),
+        (
+            '{"id": "toy/walk", "successes": 5, "episodes": [' + EPISODE.format(0, "true") + "]}",
+            "successes is 5, but its episodes give 1",
+        ),
+        (
+            '{"id": "toy/walk", "n_episodes": -3, "episodes": []}',
+            "not a task snapshot (n_episodes: -3 is less than the minimum of 0)",
+        ),
     ],
 )
 def test_a_corrupt_snapshot_is_one_line(gated: pytest.Pytester, content: str, message: str):

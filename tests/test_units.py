@@ -6,6 +6,7 @@ import json
 import math
 
 import metaworld.env_dict
+import numpy as np
 import pytest
 from scipy.stats import binomtest
 
@@ -185,3 +186,21 @@ def test_rollout_checks_name_what_broke():
         check_rollout(good, EnvConfig(task, 12, 0), processors)
     with pytest.raises(AssertionError, match=r"metaworld/push-v3: 0/2 episodes succeeded"):
         check_success_rate(_result([False, False]))
+
+
+def test_action_check_names_what_is_wrong_with_the_actions():
+    import gymnasium as gym
+
+    from pytest_benchmarks.engine.rollout import ActionCheck
+
+    check = ActionCheck(gym.spaces.Box(-1.0, 1.0, (4,), np.float32), 1)
+    assert check(np.zeros((1, 4), np.float32)) is None
+    assert check([[0.0] * 4]) == "actions are a list, expected a numpy array of shape [1, 4]"
+    assert check(np.zeros((1, 4), np.complex64)) == (
+        "actions have dtype complex64, expected real numbers (float)"
+    )
+    for dtype in (np.bool_, object, "<U3"):
+        assert "expected real numbers" in str(check(np.zeros((1, 4), dtype)))
+    assert check(np.zeros((2, 4))) == "actions have shape [2, 4], expected [1, 4]"
+    assert check(np.full((1, 4), np.nan)) == "actions hold NaN or inf"
+    assert check(np.full((1, 4), 2.0)) == "actions leave the action space [-1.0, 1.0]"

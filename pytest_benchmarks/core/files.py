@@ -22,6 +22,7 @@ def write_atomic(path: Path, text: str | bytes, fsync: bool = True) -> None:
             if fsync:
                 handle.flush()
                 os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp's 0600 is for the temporary name only
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -36,7 +37,18 @@ def check_writable(path: Path) -> None:
         existing = existing.parent
     if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
         raise OSError(f"directory {existing} is not writable")
+    if path.is_symlink():
+        raise OSError(f"{path} is a symbolic link (to {os.readlink(path)}); give the file itself")
     if path.is_dir():
         raise OSError(f"{path} is a directory")
+    if path.exists() and not path.is_file():
+        raise OSError(f"{path} is not a regular file; give a new path or a regular file")
     if path.exists() and not os.access(path, os.W_OK):
         raise OSError(f"{path} is not writable")
+
+
+def current_umask() -> int:
+    """The process's umask (read by setting it and setting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -45,7 +45,14 @@ class ActionCheck:
 
     def __call__(self, actions: np.ndarray) -> str | None:
         """Why a batch of actions is unusable, or None."""
-        if getattr(actions, "shape", None) != self.shape:
+        if not isinstance(actions, np.ndarray):
+            return (
+                f"actions are a {type(actions).__name__}, expected a numpy array of shape "
+                f"{list(self.shape)}"
+            )
+        if actions.dtype.kind not in "fiu":  # complex, bool, strings, objects
+            return f"actions have dtype {actions.dtype}, expected real numbers (float)"
+        if actions.shape != self.shape:
             return f"actions have shape {list(np.shape(actions))}, expected {list(self.shape)}"
         if not math.isfinite(actions.sum()):
             return "actions hold NaN or inf"

@@ -38,7 +38,7 @@ def markdown(
         if baseline is not None:
             row[1:1] = [_cell(before.get(r.task.id))]
             verdict = judged.get(r.task.id)
-            row.append(_verdict(verdict))
+            row.append("**error**" if r.error else _verdict(verdict))
         lines.append("| " + " | ".join(row) + " |")
     successes = sum(r.successes for r in ordered)
     n = sum(r.n_episodes for r in ordered)
@@ -48,7 +48,10 @@ def markdown(
                  f"over {len(ordered)} tasks.")  # fmt: skip
     if baseline is not None:
         failed = [t for t, v in judged.items() if v.regression]
+        errored = [r.task.id for r in ordered if r.error]
         outcome = f"regression in {', '.join(failed)}." if failed else "no regression."
+        if errored:
+            outcome += f" Errors (not judged) in {', '.join(errored)}."
         lines.append(f"**Gate:** {len(judged)} tasks compared at alpha={alpha}: {outcome}")
     return "\n".join(lines) + "\n"
 

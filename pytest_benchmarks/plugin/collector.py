@@ -130,7 +130,11 @@ class ResultCollector:
         self.judge()
         if self.late and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        self.write(partial=not complete, exitstatus=int(session.exitstatus))
+        # A CI shard with no task still leaves a (valid, empty) document for the merge step.
+        empty_shard = self.state.settings.shard is not None and not self.state.results
+        if empty_shard and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+            session.exitstatus = pytest.ExitCode.OK
+        self.write(partial=not complete, exitstatus=int(session.exitstatus), empty=empty_shard)
         if self.write_error is not None and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the run's results are not saved
         if self.state.settings.record is not None:
@@ -138,8 +142,9 @@ class ResultCollector:
             if not written and session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-    def write(self, partial: bool, exitstatus: int | None) -> None:
-        if not self.state.results:
+    def write(self, partial: bool, exitstatus: int | None, empty: bool = False) -> None:
+        """The metrics JSON as it stands; ``empty`` writes it even with no task in it."""
+        if not self.state.results and not empty:
             return
         if self.static is None:
             # What cannot change during the session (arguments, commit, versions): once.
@@ -175,6 +180,9 @@ class ResultCollector:
                 f"{', '.join(state.excluded)} ({state.deselected} tests)"
             )
         if not state.results:
+            if state.settings.shard is not None and self.write_error is None:
+                i, n = state.settings.shard
+                write(f"benchmark shard {i}/{n} holds no task; metrics: {state.settings.metrics}")
             return
         terminalreporter.section("benchmark results")
         for line in table(list(state.results.values())):

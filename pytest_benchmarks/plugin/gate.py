@@ -27,6 +27,7 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 from syrupy.location import PyTestLocation
 
 from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.files import write_atomic
 from pytest_benchmarks.core.plan import plan_episodes
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
@@ -110,31 +111,68 @@ def dumps(doc: dict[str, Any]) -> str:
     return f'{head},\n  "episodes": {body}\n}}\n'
 
 
+#: What a snapshot file must hold (``document`` writes it); extra keys are allowed.
+SNAPSHOT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["id", "episodes"],
+    "properties": {
+        "id": {"type": "string"},
+        "successes": {"type": "integer", "minimum": 0},
+        "n_episodes": {"type": "integer", "minimum": 0},
+        "policy": {"type": "object"},
+        "settings": {"type": "object"},
+        "episodes": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["index", "seed", "init_state", "success", "steps"],
+                "properties": {
+                    "index": {"type": "integer", "minimum": 0},
+                    "seed": {"type": "integer", "minimum": 0},
+                    "init_state": {"type": "integer", "minimum": 0},
+                    "success": {"type": "boolean"},
+                    "steps": {"type": "integer", "minimum": 0},
+                },
+            },
+        },
+    },
+}
+
+
 def read(text: str) -> Snapshot:
-    """A snapshot's content; SnapshotFormatError if it is not one."""
+    """A snapshot's content, checked against SNAPSHOT_SCHEMA and for counts that agree with
+    its episodes and indices that are unique; SnapshotFormatError (one line) if it is not."""
+    import jsonschema
+
     try:
         doc = json.loads(text)
-        episodes = [
-            EpisodeRecord(
-                index=int(e["index"]),
-                seed=int(e["seed"]),
-                init_state=int(e["init_state"]),
-                success=bool(e["success"]),
-                steps=int(e["steps"]),
-                sum_reward=0.0,
-                max_reward=0.0,
-                duration_s=0.0,
-            )
-            for e in doc["episodes"]
-        ]
-        policy, settings = doc.get("policy") or {}, doc.get("settings") or {}
-        if not isinstance(policy, dict) or not isinstance(settings, dict):
-            raise TypeError("'policy' and 'settings' must be objects")
-        return Snapshot(str(doc["id"]), episodes, policy, settings)
-    except json.JSONDecodeError as exc:
-        raise SnapshotFormatError(f"not valid JSON ({exc})") from None
-    except (KeyError, TypeError, ValueError) as exc:
-        raise SnapshotFormatError(f"not a task snapshot (bad or missing field {exc})") from None
+    except (json.JSONDecodeError, RecursionError, ValueError) as exc:
+        raise SnapshotFormatError(f"not valid JSON ({one_line(exc)})") from None
+    try:
+        jsonschema.validate(doc, SNAPSHOT_SCHEMA)
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "top level"
+        raise SnapshotFormatError(
+            f"not a task snapshot ({where}: {exc.message.splitlines()[0][:120]})"
+        ) from None
+    episodes = [
+        EpisodeRecord(
+            **{k: e[k] for k in ("index", "seed", "init_state", "success", "steps")},
+            sum_reward=0.0,
+            max_reward=0.0,
+            duration_s=0.0,
+        )
+        for e in doc["episodes"]
+    ]
+    indices = [e.index for e in episodes]
+    if len(set(indices)) != len(indices):
+        repeated = sorted({i for i in indices if indices.count(i) > 1})
+        raise SnapshotFormatError(f"episode index {repeated[0]} appears more than once")
+    counts = {"n_episodes": len(episodes), "successes": sum(e.success for e in episodes)}
+    for key, actual in counts.items():
+        if key in doc and doc[key] != actual:
+            raise SnapshotFormatError(f"{key} is {doc[key]}, but its episodes give {actual}")
+    return Snapshot(doc["id"], episodes, doc.get("policy") or {}, doc.get("settings") or {})
 
 
 def setting_changes(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:

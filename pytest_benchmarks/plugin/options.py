@@ -205,8 +205,10 @@ def read(config: pytest.Config) -> dict[str, Any]:
     for flag in OPTIONS:
         dest = _dest(flag)
         value = config.getoption(dest)
+        if isinstance(value, str) and not value.strip():
+            raise OptionError(f"{flag}: empty value; give one, or leave the option out")
         if value is None:
-            value = config.getini(dest)
+            value = config.getini(dest)  # unset in the ini file: ""
         if value not in ("", None):
             raw[flag] = value
     for flag in ("--benchmark-sync", "--benchmark-debug", "--benchmark-snapshot-replace"):

@@ -44,19 +44,29 @@ class OptionError(ValueError):
     """A bad option value; the message is one line starting with the option's name."""
 
 
-def _parse_int(flag: str, value: Any, minimum: int) -> int:
+#: Upper bounds: seeds stay within numpy's and the simulators' 32-bit range after adding the
+#: episode index; a plan of more episodes than this is a typo, not a benchmark.
+MAX_SEED = 2**31 - 1
+MAX_EPISODES = 1_000_000
+
+
+def _parse_int(flag: str, value: Any, minimum: int, maximum: int | None = None) -> int:
     try:
         number = int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         number = minimum - 1
-    if number < minimum or (isinstance(value, float) and not value.is_integer()):
-        raise OptionError(f"{flag}: {value!r} is not an integer >= {minimum}")
+    too_big = maximum is not None and number > maximum
+    if number < minimum or too_big or (isinstance(value, float) and not value.is_integer()):
+        bound = f"in [{minimum}, {maximum}]" if maximum is not None else f">= {minimum}"
+        raise OptionError(f"{flag}: {str(value)[:40]!r} is not an integer {bound}")
     return number
 
 
-def _integer(raw: Mapping[str, Any], flag: str, default: int, minimum: int) -> int:
+def _integer(
+    raw: Mapping[str, Any], flag: str, default: int, minimum: int, maximum: int | None = None
+) -> int:
     value = raw.get(flag)
-    return default if value is None else _parse_int(flag, value, minimum)
+    return default if value is None else _parse_int(flag, value, minimum, maximum)
 
 
 def _optional_integer(raw: Mapping[str, Any], flag: str, minimum: int) -> int | None:
@@ -204,10 +214,10 @@ def settings(raw: Mapping[str, Any], root: Path) -> Settings:
     return Settings(
         envs=envs,
         tasks=_names(raw.get("--benchmark-task")),
-        episodes=_integer(raw, "--benchmark-episodes", DEFAULT_EPISODES, 1),
+        episodes=_integer(raw, "--benchmark-episodes", DEFAULT_EPISODES, 1, MAX_EPISODES),
         batch_size=_integer(raw, "--benchmark-batch-size", 0, 0),
         sync=bool(raw.get("--benchmark-sync")),
-        seed=_integer(raw, "--benchmark-seed", DEFAULT_SEED, 0),
+        seed=_integer(raw, "--benchmark-seed", DEFAULT_SEED, 0, MAX_SEED),
         policy=policy,
         max_steps=_optional_integer(raw, "--benchmark-max-steps", 1),
         metrics=metrics,
