@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import subprocess
@@ -44,6 +45,34 @@ def test_import_never_prompts(tmp_path, home):
     assert done.stdout.strip().splitlines()[-1].endswith("assets")
     if home == "empty":
         assert (tmp_path / ".cache" / "pytest-benchmarks" / "libero" / "config.yaml").is_file()
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        ("benchmark_root: [unclosed", "while parsing a flow sequence"),
+        ("- a\n- list\n", "a list, expected a mapping"),
+        ("benchmark_root: /x\n", "no path for bddl_files, init_states, datasets, assets"),
+        ("\udcff", "'utf-8' codec can't decode*"),
+    ],
+)
+def test_a_corrupt_config_of_the_users_own_is_one_line_naming_it(tmp_path, content, reason):
+    config = tmp_path / "config.yaml"
+    if content == "\udcff":
+        config.write_bytes(b"\xff\xfe binary")
+    else:
+        config.write_text(content)
+    env = {**_clean_env(str(tmp_path)), "LIBERO_CONFIG_PATH": str(tmp_path)}
+    script = "from pytest_benchmarks.envs.libero_setup import prepare; prepare()"
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert fnmatch.fnmatch(last, f"*LiberoConfigError: {config}: not a LIBERO config ({reason})"), (
+        last
+    )
 
 
 def test_setup_command_lays_down_the_config_and_loads_a_task(tmp_path):

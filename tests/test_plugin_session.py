@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import re
+import signal
+import subprocess
+import sys
+import time
 
 import jsonschema
 import pytest
@@ -311,6 +315,33 @@ def test_sigterm_is_handled_like_ctrl_c(toy_project: pytest.Pytester):
     assert rows["toy/walk"]["successes"] == 3
     assert rows["toy/terminate"]["error"] == "Terminated: SIGTERM"
     assert rows["toy/terminate"]["n_episodes"] == 1
+
+
+def test_sigterm_under_xdist_keeps_the_running_tasks_row(toy_project: pytest.Pytester):
+    """SIGTERM to the controller reaches the workers; the task a worker was running when it
+    stopped still gets its row."""
+    metrics = toy_project.path / "run.json"
+    session = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2",
+         "--benchmark-task=walk,stroll,hang", "--benchmark-episodes=3",
+         "--benchmark-batch-size=1", f"--benchmark-metrics={metrics}"],
+        cwd=toy_project.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # until walk and stroll are in; hang then hangs
+        if metrics.exists() and len(read_metrics(metrics)["results"]) == 2:
+            break
+        time.sleep(0.2)
+    time.sleep(1.0)  # hang's episode is under way
+    session.send_signal(signal.SIGTERM)
+    out, _ = session.communicate(timeout=120)
+    assert session.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert "benchmark results" in out
+    document = read_metrics(metrics)
+    rows = {row["id"]: row for row in document["results"]}
+    assert rows["toy/hang"]["error"] == "Terminated: SIGTERM"
+    assert rows["toy/walk"]["successes"] == rows["toy/stroll"]["successes"] == 3
+    assert document["run"]["exitstatus"] == pytest.ExitCode.INTERRUPTED
 
 
 def test_metaworld_records_match_across_batch_sizes_and_workers(pytester: pytest.Pytester):

@@ -90,7 +90,9 @@ def prepare() -> None:
     """Make ``import libero.libero`` safe in this process; idempotent."""
     if "libero.libero" not in sys.modules:
         user = os.environ.get("LIBERO_CONFIG_PATH")
-        if not (user and (Path(user) / "config.yaml").is_file()):
+        if user and (Path(user) / "config.yaml").is_file():
+            check_config(Path(user) / "config.yaml")
+        else:
             directory = config_home()
             write_config(directory)
             os.environ["LIBERO_CONFIG_PATH"] = str(directory)
@@ -98,6 +100,33 @@ def prepare() -> None:
 
     # get_assets_path() returns this cached path when it exists, instead of downloading.
     libero_pkg._assets_path_cache = str(assets_dir())
+
+
+class LiberoConfigError(ValueError):
+    """A user's LIBERO config.yaml that LIBERO could not read; the message names the file."""
+
+
+#: The paths LIBERO's config.yaml must give (``libero.libero.get_libero_path``).
+CONFIG_KEYS = ("benchmark_root", "bddl_files", "init_states", "datasets", "assets")
+
+
+def check_config(path: Path) -> None:
+    """A LIBERO config.yaml of the user's own: a mapping with LIBERO's paths, or one line why
+    not (LIBERO's own error would not name the file)."""
+    import yaml  # installed with hf-libero
+
+    try:
+        config = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise LiberoConfigError(f"{path}: not a LIBERO config ({reason})") from None
+    if not isinstance(config, dict):
+        raise LiberoConfigError(
+            f"{path}: not a LIBERO config (a {type(config).__name__}, expected a mapping)"
+        )
+    missing = [key for key in CONFIG_KEYS if not isinstance(config.get(key), str)]
+    if missing:
+        raise LiberoConfigError(f"{path}: not a LIBERO config (no path for {', '.join(missing)})")
 
 
 def check(task: str = "libero_spatial/0") -> str:

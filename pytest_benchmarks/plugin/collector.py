@@ -22,7 +22,7 @@ from pytest_benchmarks.metrics.table import table
 from pytest_benchmarks.plugin.nodeids import task_of_nodeid
 from pytest_benchmarks.plugin.progress import progress_line
 from pytest_benchmarks.plugin.recording import build_record
-from pytest_benchmarks.plugin.session import SessionState
+from pytest_benchmarks.plugin.session import WORKER_ROWS, SessionState
 
 
 def worker_exit(worker: Any) -> str:
@@ -118,6 +118,20 @@ class ResultCollector:
                     when="call",
                 )
             )
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """An xdist worker ended: keep the tasks it ran that no report carried (interrupted
+        mid-test), with their finished episodes."""
+        output = getattr(node, "workeroutput", None) or {}
+        added = False
+        for row in output.get(WORKER_ROWS, []):
+            result = TaskResult.from_row(row)
+            if result.task.id not in self.state.results:
+                self.state.results[result.task.id] = result
+                added = True
+        if added:
+            self.write(partial=True, exitstatus=None)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         # Without xdist, a task interrupted by Ctrl-C never got a test report; its partial

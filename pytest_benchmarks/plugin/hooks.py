@@ -22,6 +22,7 @@ from pytest_benchmarks.plugin.session import (
     KEPT,
     PENDING,
     STATE,
+    WORKER_ROWS,
     SessionState,
     build_state,
     get_state,
@@ -128,6 +129,17 @@ def pytest_runtest_makereport(
     if kept is not None and report.when == "call":
         report.benchmark_kept = kept  # type: ignore[attr-defined]
     return report
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker hands its results to the controller once more at its end: a task
+    interrupted mid-test (Ctrl-C, SIGTERM) never got a report, but its finished episodes are in
+    this worker's cache. tryfirst: before xdist sends ``workeroutput``."""
+    state = session.config.stash.get(STATE, None)
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if state is not None and state.is_worker and workeroutput is not None:
+        workeroutput[WORKER_ROWS] = [result.to_row() for result in state.cache.values()]
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -88,6 +88,8 @@ PENDING = pytest.StashKey[TaskResult]()
 GATE = pytest.StashKey[tuple[str, int, Comparison]]()
 #: Why --snapshot-update kept a task's snapshot, for its report.
 KEPT = pytest.StashKey[str]()
+#: The ``workeroutput`` key under which an xdist worker hands its task rows over at its end.
+WORKER_ROWS = "benchmark_rows"
 
 
 def get_state(config: pytest.Config) -> SessionState:

@@ -4,7 +4,7 @@ SIGTERM, and the run must still print its summary and keep what finished.
 The handler raises ``Terminated`` (a KeyboardInterrupt), so pytest, xdist and the plugin take
 the path they take on Ctrl-C: the running task records its finished episodes and the error, the
 metrics JSON is written with ``partial`` and the exit status. Under xdist the controller passes
-the signal on to its workers as SIGINT, which is what they get from a terminal's Ctrl-C.
+the signal on to its workers, which handle it the same way and hand over what they finished.
 A handler is installed only where SIGTERM still has its default action.
 """
 
@@ -43,11 +43,14 @@ def install(forward_to_children: bool) -> Callable[[], None]:
 
     def terminated(signum: int, frame: FrameType | None) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process
-        if forward_to_children:
-            for pid in child_pids():
-                with contextlib.suppress(OSError):  # already gone
-                    os.kill(pid, signal.SIGINT)
-        raise Terminated("SIGTERM")
+        workers = child_pids() if forward_to_children else []
+        for pid in workers:
+            with contextlib.suppress(OSError):  # already gone
+                os.kill(pid, signal.SIGTERM)
+        if not workers:
+            raise Terminated("SIGTERM")
+        # xdist's controller: its workers stop their tasks and hand them over, and xdist then
+        # ends the session as interrupted; raising here would stop listening to them.
 
     signal.signal(signal.SIGTERM, terminated)
 
