@@ -73,6 +73,23 @@ def test_a_killed_vector_worker_is_recorded_with_its_signal(toy_project: pytest.
     assert leftover_processes(str(toy_project.path)) == []
 
 
+def test_a_vector_worker_killed_as_it_starts_is_named(toy_project: pytest.Pytester):
+    result = run(
+        toy_project, "--benchmark-task=walk,killed-at-start", "--benchmark-episodes=2",
+        "--benchmark-batch-size=2",
+    )  # fmt: skip
+    result.assert_outcomes(passed=2, failed=2)
+    error = rows(toy_project)["toy/killed-at-start"]["error"]
+    assert fnmatch.fnmatch(
+        error, "WorkerStartError: vector env worker ? (pid *) killed by SIGKILL*while starting"
+    ), error
+    result.stdout.fnmatch_lines(
+        ["toy/killed-at-start *ERROR WorkerStartError: vector env worker *"]
+    )
+    assert rows(toy_project)["toy/walk"]["successes"] == 2
+    assert leftover_processes(str(toy_project.path)) == []
+
+
 def test_a_dead_xdist_worker_fails_only_its_task(toy_project: pytest.Pytester):
     # One env per task runs in the xdist worker itself, so SIGKILL takes the worker down.
     result = run(

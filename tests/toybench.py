@@ -6,6 +6,7 @@ episodes in a test, and with tasks that misbehave on purpose (a crash that kills
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import time
@@ -32,6 +33,7 @@ TASKS = {
     "stubborn": "Ignore SIGTERM and stop responding in the third step.",
     "frozen": "Stop the process that steps this env (SIGSTOP) in the third step.",
     "nan-reward": "Return a NaN reward in the third step of the second episode.",
+    "killed-at-start": "Kill a vector-env worker process (SIGKILL) as it starts.",
     "terminate": "Send SIGTERM to the process that steps this env in its second episode.",
 }
 
@@ -119,6 +121,8 @@ class Toy(Benchmark):
         return episode % 4
 
     def spaces(self, config: EnvConfig) -> Any:
+        if config.task.task == "killed-at-start" and multiprocessing.parent_process() is not None:
+            os.kill(os.getpid(), signal.SIGKILL)  # in a vector-env worker, not the test process
         return (
             gym.spaces.Box(-np.inf, np.inf, (2,), np.float64),
             gym.spaces.Box(-1.0, 1.0, (1,), np.float32),

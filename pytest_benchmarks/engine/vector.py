@@ -136,9 +136,26 @@ def make_vector_env(config: EnvConfig, num_envs: int, sync: bool = False) -> Vec
     fns = [partial(SlotEnv, benchmark, config, slot) for slot in range(num_envs)]
     if num_envs == 1 or sync:
         return SyncVectorEnv(fns, copy=False, autoreset_mode=AutoresetMode.DISABLED)
-    return AsyncVectorEnv(
-        fns, copy=False, context="forkserver", autoreset_mode=AutoresetMode.DISABLED
-    )
+    # Built in two steps so that a worker that dies while the env starts (gymnasium asks the
+    # workers for their spaces) can be named, and the other workers stopped.
+    env = AsyncVectorEnv.__new__(AsyncVectorEnv)
+    try:
+        env.__init__(  # type: ignore[misc]
+            fns, copy=False, context="forkserver", autoreset_mode=AutoresetMode.DISABLED
+        )
+    except (EOFError, ConnectionError) as exc:
+        processes = list(getattr(env, "processes", ()))
+        dead = exited(processes, wait_s=2.0)
+        stop_processes(processes, 0.0)
+        env.closed = True  # type: ignore[attr-defined]
+        if dead is None:
+            raise
+        raise WorkerStartError(f"{dead} while starting") from exc
+    return env
+
+
+class WorkerStartError(RuntimeError):
+    """A vector-env worker process died before the env started."""
 
 
 class LazyVectorEnv:
@@ -189,19 +206,22 @@ class LazyVectorEnv:
         Waits up to ``wait_s`` for the exit status to arrive: a broken pipe can be seen before
         the process that closed it is reaped.
         """
-        processes = list(getattr(self._env, "processes", ()))
-        deadline = time.monotonic() + wait_s
-        while processes:
-            dead = [(i, p) for i, p in enumerate(processes) if p.exitcode is not None]
-            if dead:
-                return "; ".join(
-                    f"vector env worker {i} (pid {p.pid}) {describe_exit(p.exitcode)}"
-                    for i, p in dead
-                )
-            if time.monotonic() >= deadline:
-                return None
-            time.sleep(0.05)
-        return None
+        return exited(list(getattr(self._env, "processes", ())), wait_s)
+
+
+def exited(processes: list[BaseProcess], wait_s: float) -> str | None:
+    """Which of the processes died and how, waiting up to ``wait_s`` for an exit status."""
+    deadline = time.monotonic() + wait_s
+    while processes:
+        dead = [(i, p) for i, p in enumerate(processes) if p.exitcode is not None]
+        if dead:
+            return "; ".join(
+                f"vector env worker {i} (pid {p.pid}) {describe_exit(p.exitcode)}" for i, p in dead
+            )
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.05)
+    return None
 
 
 def close_workers(pipes: list[Connection], timeout_s: float) -> bool:
