@@ -304,3 +304,26 @@ def test_lerobot_policies_without_lerobot_are_one_line(pytester: pytest.Pytester
         "ERROR: --benchmark-policy: lerobot:lerobot/pi0: LeRobot is not installed: "
         "pip install 'pytest-benchmarks[[]lerobot]'"
     ])  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (json.dumps(["not", "a", "config"]).encode(), "holds a JSON list, expected an object"),
+        (b"\xff\xfe\x00binary", "not UTF-8 text (a binary file?)"),
+    ],
+)
+def test_a_checkpoint_config_that_is_no_object_is_one_line(
+    pytester: pytest.Pytester, tmp_path: Path, content: bytes, message: str
+):
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "config.json").write_bytes(content)
+    pytester.makepyfile(test_mw=TESTS)
+    result = pytester.runpytest_subprocess(*ARGS, f"--benchmark-policy={tmp_path / 'ckpt'}")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [f"*metaworld/reach-v3: {tmp_path / 'ckpt'}/config.json: {message}"]
+    )
+    assert "Traceback" not in result.stdout.str()
+    row = read_metrics(pytester.path / "benchmark-results" / "metrics.json")["results"][0]
+    assert row["error"] == f"PolicyError: {tmp_path / 'ckpt'}/config.json: {message}"

@@ -47,6 +47,8 @@ def goal_of(bddl: Path) -> list[tuple[str, ...]]:
 CANNOT: dict[tuple[str, int], str] = {
     ("libero_spatial", 4): "the bowl sits in the top drawer, under the cabinet's top: the "
     "straight-down approach cannot reach its rim (0/5 measured)",
+    ("libero_object", 1): "the cream cheese box lies flat across the grasp (8/50 measured: "
+    "too few successes for the regression gate to be able to fail it)",
     ("libero_goal", 3): "the drawer must be opened first; the goal names only the bowl in it "
     "(0/5 measured)",
     ("libero_10", 5): "the book must stand upright in a narrow compartment of the caddy "
