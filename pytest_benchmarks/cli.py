@@ -249,15 +249,18 @@ def record_build(root: Path) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: every command and option with its help."""
     parser = argparse.ArgumentParser(prog="pytest-benchmarks", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     merge_cmd = commands.add_parser("merge", help="join shards' metrics into one run")
-    merge_cmd.add_argument("inputs", nargs="+", type=Path, metavar="METRICS.json")
-    merge_cmd.add_argument("-o", "--output", type=Path, required=True, metavar="OUT.json")
+    merge_cmd.add_argument("inputs", nargs="+", type=Path, metavar="METRICS.json",
+                           help="the shards' metrics files")  # fmt: skip
+    merge_cmd.add_argument("-o", "--output", type=Path, required=True, metavar="OUT.json",
+                           help="where to write the merged run")  # fmt: skip
     compare_cmd = commands.add_parser("compare", help="gate NEW against OLD; exit 1 on regression")
-    compare_cmd.add_argument("old", type=Path, metavar="OLD.json")
-    compare_cmd.add_argument("new", type=Path, metavar="NEW.json")
+    compare_cmd.add_argument("old", type=Path, metavar="OLD.json", help="the baseline run")
+    compare_cmd.add_argument("new", type=Path, metavar="NEW.json", help="the run to judge")
     compare_cmd.add_argument(
         "--alpha", type=float, default=0.05,
         help="the chance of any false alarm over all tasks compared (default 0.05)",
@@ -273,16 +276,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(exit 1) (default warn)",
     )  # fmt: skip
     report_cmd = commands.add_parser("report", help="Markdown table and PNG chart of a run")
-    report_cmd.add_argument("run", type=Path, metavar="RUN.json")
-    report_cmd.add_argument("--baseline", type=Path, metavar="OLD.json")
-    report_cmd.add_argument("--alpha", type=float, default=0.05)
+    report_cmd.add_argument("run", type=Path, metavar="RUN.json", help="the run to report")
+    report_cmd.add_argument("--baseline", type=Path, metavar="OLD.json",
+                            help="add the baseline and the gate's verdict per task")  # fmt: skip
+    report_cmd.add_argument("--alpha", type=float, default=0.05,
+                            help="the gate's level for the verdicts (default 0.05)")  # fmt: skip
     report_cmd.add_argument("-o", "--output", type=Path, metavar="REPORT.md",
                             help="write the Markdown here (default: stdout)")  # fmt: skip
-    report_cmd.add_argument("--png", type=Path, metavar="CHART.png", help="also draw a chart")
+    report_cmd.add_argument("--png", type=Path, metavar="CHART.png",
+                            help="also draw a chart (.png, .svg or .pdf)")  # fmt: skip
     build_cmd = commands.add_parser(
         "record-build", help="write the LeRobotDataset of a --benchmark-record run from DIR.parts"
     )
     build_cmd.add_argument("dir", type=Path, metavar="DIR", help="the --benchmark-record DIR")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     try:
         if args.command == "merge":

@@ -275,3 +275,15 @@ def test_merge_refuses_shards_of_different_counts(toy_project: pytest.Pytester):
         "run are cut with one count"
     )
     assert not (toy_project.path / "all.json").exists()
+
+
+def test_every_command_and_option_has_help():
+    import argparse
+
+    from pytest_benchmarks.cli import build_parser
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(commands.choices) == {"merge", "compare", "report", "record-build"}
+    for name, sub in commands.choices.items():
+        for action in sub._actions:
+            assert action.help, f"{name} {action.option_strings or action.dest} has no help"

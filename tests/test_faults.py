@@ -474,3 +474,24 @@ def test_written_files_take_the_umask_mode(tmp_path: Path, umask: int):
     finally:
         os.umask(previous)
     assert (tmp_path / "run.json").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_a_policy_fixture_of_the_wrong_kind_is_one_line(toy_project: pytest.Pytester):
+    toy_project.makeconftest(
+        toy_project.path.joinpath("conftest.py").read_text()
+        + """
+import pytest
+
+@pytest.fixture
+def policy():
+    return "my-policy-name"
+"""
+    )
+    result = run(toy_project, "--benchmark-task=walk")
+    result.assert_outcomes(failed=2)
+    line = (
+        "toy/walk: the policy fixture gave str, not a policy (reset, act, identity); is a "
+        "fixture of your own named 'policy' replacing the plugin's?"
+    )
+    result.stdout.fnmatch_lines([line])
+    assert rows(toy_project)["toy/walk"]["error"] == "PolicyError: " + line.split(": ", 1)[1]

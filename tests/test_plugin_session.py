@@ -133,6 +133,11 @@ def test_task_selection_and_group(toy_project: pytest.Pytester):
             "--benchmark-env: unknown benchmark 'nope'; valid: *metaworld*toy",
         ),
         (["--benchmark-env=absent"], "--benchmark-env: absent is not installed*"),
+        (["--benchmark-env=toi"], "--benchmark-env: unknown benchmark 'toi' (did you mean toy?)*"),
+        (
+            ["--benchmark-task=strol"],
+            "--benchmark-task: unknown toy task or group 'strol' (did you mean stroll?); valid *",
+        ),
         (
             ["--benchmark-task=run"],
             "--benchmark-task: unknown toy task or group 'run'; valid groups: corridor; valid tasks: walk, stroll, crash, interrupt, killed, hang, reset-error, step-error, stubborn, frozen, nan-reward, killed-at-start, terminate",
@@ -371,3 +376,50 @@ def test_success_rate(evaluate):
         runs[name] = outcomes(read_metrics(path))
     assert runs["n0"] == runs["n2"] == runs["b2"] == runs["b4"]
     assert len(runs["n0"]["metaworld/push-v3"]) == 4
+
+
+def test_ini_paths_are_relative_to_the_ini_file(toy_project: pytest.Pytester):
+    """As pytest does for its own ini paths: run from a subdirectory, the metrics still land
+    beside the ini file; a command-line path is relative to where pytest runs."""
+    toy_project.makeini("[pytest]\nbenchmark_metrics = out/run.json\n")
+    sub = toy_project.mkdir("tests")
+    toy_project.path.joinpath("test_toy.py").rename(sub / "test_toy.py")
+    toy_project.path.joinpath("conftest.py").rename(sub / "conftest.py")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--benchmark-task=walk",
+         "--benchmark-episodes=2"],
+        cwd=sub, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert read_metrics(toy_project.path / "out" / "run.json")["results"][0]["id"] == "toy/walk"
+    assert not (sub / "out").exists()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--benchmark-task=walk",
+         "--benchmark-episodes=2", "--benchmark-metrics=here.json"],
+        cwd=sub, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0
+    assert (sub / "here.json").is_file()
+
+
+def test_the_vector_env_fixture_is_a_gymnasium_vector_env(toy_project: pytest.Pytester):
+    toy_project.makepyfile(
+        test_toy="""
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.benchmark_env("toy")
+
+def test_steps(vector_env):
+    config = vector_env.config
+    assert config.action_space.shape == (1,) and config.observation_space.shape == (2,)
+    assert {k: f.shape for k, f in config.features.items()} == {"observation.state": (2,)}
+    obs, _ = vector_env.reset(seed=0)
+    assert obs.shape == (vector_env.num_envs, 2)
+    actions = np.ones((vector_env.num_envs, *config.action_space.shape), np.float32)
+    obs, rewards, terminated, truncated, info = vector_env.step(actions)
+    assert obs[:, 1].tolist() == [1.0] * vector_env.num_envs
+    assert vector_env.single_action_space == config.action_space
+"""
+    )
+    run(toy_project, "--benchmark-task=walk", "--benchmark-batch-size=2").assert_outcomes(passed=1)

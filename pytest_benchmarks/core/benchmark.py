@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pytest_benchmarks.core.tasks import EnvConfig, SelectionError, TaskRef
+from pytest_benchmarks.core.tasks import EnvConfig, SelectionError, TaskRef, did_you_mean
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -80,8 +80,9 @@ class Benchmark(ABC):
             elif token in by_name:
                 chosen.add(token)
             else:
+                hint = did_you_mean(token, groups) or did_you_mean(token, by_name)
                 raise SelectionError(
-                    f"unknown {self.name} task or group {raw!r}; valid groups: "
+                    f"unknown {self.name} task or group {raw!r}{hint}; valid groups: "
                     f"{', '.join(groups)}; valid tasks: {', '.join(by_name)}"
                 )
         return [t for t in self.tasks() if t.name in chosen]

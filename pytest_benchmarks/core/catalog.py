@@ -10,7 +10,7 @@ import importlib
 from collections.abc import Callable, Iterable, Sequence
 
 from pytest_benchmarks.core.benchmark import Benchmark
-from pytest_benchmarks.core.tasks import SelectionError, TaskRef
+from pytest_benchmarks.core.tasks import SelectionError, TaskRef, did_you_mean
 
 #: Modules whose import registers the built-in benchmarks; none imports a simulator.
 BUILTIN = ("pytest_benchmarks.envs.libero", "pytest_benchmarks.envs.metaworld")
@@ -40,7 +40,8 @@ def get(name: str) -> Benchmark:
     """The benchmark registered under ``name``; SelectionError naming the valid ones otherwise."""
     _load_builtin()
     if name not in _REGISTRY:
-        raise SelectionError(f"unknown benchmark {name!r}; valid: {', '.join(names())}")
+        hint = did_you_mean(name, names())
+        raise SelectionError(f"unknown benchmark {name!r}{hint}; valid: {', '.join(names())}")
     if name not in _INSTANCES:
         _INSTANCES[name] = _REGISTRY[name]()
     return _INSTANCES[name]
@@ -57,9 +58,10 @@ def resolve(envs: Iterable[str], tokens: Sequence[str] | None) -> dict[str, list
         if not owners:
             if len(benchmarks) == 1:
                 benchmarks[0].select([token])  # raises with the benchmark's own list
+            known = [n for b in benchmarks for n in (*b.groups(), *(t.name for t in b.tasks()))]
             raise SelectionError(
-                f"task or group {token!r} belongs to none of {', '.join(per_env)}; "
-                + "; ".join(_valid_summary(b) for b in benchmarks)
+                f"task or group {token!r}{did_you_mean(token, known)} belongs to none of "
+                f"{', '.join(per_env)}; " + "; ".join(_valid_summary(b) for b in benchmarks)
             )
         for owner in owners:
             per_env[owner.name].append(token)

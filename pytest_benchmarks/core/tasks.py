@@ -5,11 +5,20 @@ Small, frozen and picklable: they travel to vector-env workers and xdist workers
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 
 class SelectionError(ValueError):
     """A benchmark, task or group name that does not exist; the message lists the valid ones."""
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """`` (did you mean push-v3?)`` for a near miss among ``candidates``, else ``""``."""
+    close = difflib.get_close_matches(word, list(candidates), n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
 
 
 @dataclass(frozen=True, order=True)
@@ -57,3 +66,25 @@ class EnvConfig:
     #: Episode videos: none, failures or all; written under video_dir.
     video: str = "none"
     video_dir: str | None = None
+
+    # What a policy factory (``module:pkg.mod:factory``) needs to know about the env, from the
+    # benchmark's declarations: no simulator is built.
+    @property
+    def observation_space(self) -> Any:
+        """One env's observation space (gymnasium)."""
+        return self._benchmark().spaces(self)[0]
+
+    @property
+    def action_space(self) -> Any:
+        """One env's action space (gymnasium ``Box``): the actions ``act`` returns per slot."""
+        return self._benchmark().spaces(self)[1]
+
+    @property
+    def features(self) -> dict[str, Any]:
+        """The policy batch's features (key -> shape and dtype), as the processors give them."""
+        return dict(self._benchmark().processors(self).features)
+
+    def _benchmark(self) -> Any:
+        from pytest_benchmarks.core import catalog  # catalog imports this module
+
+        return catalog.get(self.task.env)

@@ -168,9 +168,17 @@ class LazyVectorEnv:
         self._env: VectorEnv | None = None
 
     def get(self) -> VectorEnv:
+        """The gymnasium vector env, started now if it was not yet."""
         if self._env is None:
             self._env = make_vector_env(self.config, self.num_envs, self.sync)
         return self._env
+
+    def __getattr__(self, name: str) -> Any:
+        """Everything else is the gymnasium vector env's (``reset``, ``step``, its spaces), so
+        the fixture works as one; the first use starts it."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.get(), name)
 
     def close(self, terminate: bool = False) -> None:
         """Close the workers; ``terminate`` kills them (after a failure, a timeout or Ctrl-C,

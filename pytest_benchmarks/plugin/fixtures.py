@@ -113,6 +113,12 @@ def evaluate(
             policy = request.getfixturevalue("policy")
         except pytest.fail.Exception as exc:  # the policy fixture's own one-line failures
             raise PolicyError(str(exc.msg).removeprefix(f"{benchmark_task.id}: ")) from None
+        if not isinstance(policy, Policy):
+            # A fixture of the user's own named ``policy`` replaces the plugin's.
+            raise PolicyError(
+                f"the policy fixture gave {type(policy).__name__}, not a policy (reset, act, "
+                "identity); is a fixture of your own named 'policy' replacing the plugin's?"
+            )
         return cast(Policy, policy)
 
     def rollout() -> TaskResult:

@@ -6,6 +6,7 @@ before any test is collected or any simulator is built.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -51,8 +52,10 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "--benchmark-policy": (
         "string",
         "policy spec: scripted (the benchmark's expert), scripted+noise:FRACTION (the expert "
-        "with a random action in that fraction of steps), random or noop "
-        f"(default {DEFAULT_POLICY})",
+        "with a random action in that fraction of steps), random, noop, hub:REPO_ID[@REVISION] "
+        "(a Hugging Face checkpoint), lerobot:REPO_ID_OR_DIR (a LeRobot policy), "
+        "module:package.module:factory (factory(config, num_envs) returns the policy), or a "
+        f"checkpoint directory (./path or /path) (default {DEFAULT_POLICY})",
     ),
     "--benchmark-device": (
         "string",
@@ -195,6 +198,10 @@ def add_options(parser: pytest.Parser) -> None:
     )
 
 
+#: Options whose ini values are paths, taken relative to the ini file's directory.
+PATH_OPTIONS = ("--benchmark-metrics", "--benchmark-record")
+
+
 def _dest(flag: str) -> str:
     return flag.removeprefix("--").replace("-", "_")
 
@@ -209,6 +216,9 @@ def read(config: pytest.Config) -> dict[str, Any]:
             raise OptionError(f"{flag}: empty value; give one, or leave the option out")
         if value is None:
             value = config.getini(dest)  # unset in the ini file: ""
+            if flag in PATH_OPTIONS and value and config.inipath is not None:
+                # As pytest does for its own ini paths: relative to the ini file's directory.
+                value = str(config.inipath.parent / os.path.expanduser(value))
         if value not in ("", None):
             raw[flag] = value
     for flag in ("--benchmark-sync", "--benchmark-debug", "--benchmark-snapshot-replace"):

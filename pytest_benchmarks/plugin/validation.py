@@ -35,7 +35,7 @@ from pytest_benchmarks.core.settings import (
     Settings,
     default_obs,
 )
-from pytest_benchmarks.core.tasks import SelectionError, TaskRef
+from pytest_benchmarks.core.tasks import SelectionError, TaskRef, did_you_mean
 from pytest_benchmarks.engine import rendering
 from pytest_benchmarks.engine.recording import parts_dir
 
@@ -196,7 +196,8 @@ def settings(raw: Mapping[str, Any], root: Path) -> Settings:
     for name in envs or ():
         if name not in catalog.names():
             raise OptionError(
-                f"--benchmark-env: unknown benchmark {name!r}; valid: {', '.join(catalog.names())}"
+                f"--benchmark-env: unknown benchmark {name!r}"
+                f"{did_you_mean(name, catalog.names())}; valid: {', '.join(catalog.names())}"
             )
     policy = str(raw.get("--benchmark-policy") or DEFAULT_POLICY)
     try:
