@@ -47,7 +47,7 @@ def test_selection_spellings_groups_and_order():
     assert len(mw.select(["MT50"])) == 50
     with pytest.raises(
         SelectionError,
-        match=r"unknown metaworld task or group 'pussh-v3'; valid groups: MT10, MT50; valid tasks: assembly-v3, ",
+        match=r"unknown metaworld task or group 'pussh-v3' \(did you mean push-v3 or push-wall-v3 or push-back-v3\?\); valid groups: MT10, MT50; valid tasks: assembly-v3, ",
     ):
         mw.select(["pussh-v3"])
     with pytest.raises(SelectionError, match=r"unknown benchmark 'nope'; valid: (.*, )?metaworld"):
