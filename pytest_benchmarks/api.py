@@ -23,6 +23,7 @@ from typing import Any
 
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.benchmark import Benchmark
+from pytest_benchmarks.core.features import Feature
 from pytest_benchmarks.core.policy import Policy
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.settings import DEFAULT_EPISODES, DEFAULT_SEED
@@ -116,7 +117,15 @@ def evaluate(
             try:
                 result = evaluate_task(
                     env,
-                    partial(build_policy, policy, benchmark, config, env.num_envs, device),
+                    partial(
+                        build_policy,
+                        policy,
+                        benchmark,
+                        config,
+                        env.num_envs,
+                        device,
+                        processors.features,
+                    ),
                     processors,
                     seed,
                     range(episodes),
@@ -145,10 +154,10 @@ def build_policy(
     config: EnvConfig,
     num_envs: int,
     device: str,
+    features: dict[str, Feature],
 ) -> Policy:
     """The task's policy from a spec, an instance (used as is) or a factory."""
     if isinstance(policy, str):
-        features = benchmark.processors(config).features
         return make_policy(policy, benchmark, config, num_envs, device, features)
     if isinstance(policy, Policy):
         return policy

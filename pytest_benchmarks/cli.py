@@ -28,10 +28,10 @@ from pytest_benchmarks.core.settings import GATE_MODES, GATE_POWER
 from pytest_benchmarks.metrics.document import build_metrics, load_results, schema, write_metrics
 from pytest_benchmarks.metrics.stats import Comparison, compare_results, summary
 
-#: Run settings that must agree for shards to form one run.
 #: What ``report --png`` can draw, by file extension.
 CHART_FORMATS = ("png", "svg", "pdf")
 
+#: Run settings that must agree for shards to form one run.
 SHARED_SETTINGS = ("seed", "episodes", "policy", "max_steps", "obs", "image_size", "settle_steps")
 
 
@@ -187,15 +187,12 @@ def gate_summary(
         level = f", alpha {alpha:g}, Holm over {sum(v.can_fail for v in verdicts)} that can fail"
     down = any(v.regression for v in verdicts)
     blind = any(v.verdict == "cannot fail" for v in verdicts)
-    outcome = (
-        "REGRESSION"
-        if down
-        else f"{failed} TASKS NOT COMPARABLE"
-        if failed
-        else "GATE CANNOT FAIL"
-        if power == "fail" and blind
-        else ("no regression")
-    )
+    if down:
+        outcome = "REGRESSION"
+    elif failed:
+        outcome = f"{failed} TASKS NOT COMPARABLE"
+    else:
+        outcome = "GATE CANNOT FAIL" if power == "fail" and blind else "no regression"
     return f"{len(verdicts)} tasks compared ({mode}{level}): {summary(verdicts)} → {outcome}"
 
 

@@ -197,8 +197,10 @@ class LazyVectorEnv:
             return
         pipes = [p for p in getattr(env, "parent_pipes", ()) if p is not None and not p.closed]
         try:
-            if not terminate and getattr(env, "_state", None) is AsyncState.DEFAULT:
-                terminate = not close_workers(pipes, CLOSE_GRACE_S)
+            if not terminate:
+                # A worker mid-call cannot take the close message: stop it instead.
+                idle = getattr(env, "_state", None) is AsyncState.DEFAULT
+                terminate = not (idle and close_workers(pipes, CLOSE_GRACE_S))
         except (OSError, EOFError):
             terminate = True  # a dead worker's pipe
         finally:

@@ -175,10 +175,10 @@ class ResultCollector:
             write_metrics(path, document)
         except (OSError, ValueError) as exc:
             # A full disk must not end the session: say it once, keep going, retry next time.
+            why = one_line(exc)
             if self.write_error is None:
-                why = one_line(exc)
                 self.show(f"metrics: cannot write {path}: {why} (retried after each task)")
-            self.write_error = one_line(exc)
+            self.write_error = why
             return
         if self.write_error is not None:
             self.show(f"metrics: written to {path} again")

@@ -7,7 +7,6 @@ call, and every later test of the task reads the same TaskResult without startin
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import cast
 
 import pytest
 
@@ -119,7 +118,7 @@ def evaluate(
                 f"the policy fixture gave {type(policy).__name__}, not a policy (reset, act, "
                 "identity); is a fixture of your own named 'policy' replacing the plugin's?"
             )
-        return cast(Policy, policy)
+        return policy
 
     def rollout() -> TaskResult:
         settings = state.settings

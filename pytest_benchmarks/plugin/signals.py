@@ -3,8 +3,9 @@ SIGTERM, and the run must still print its summary and keep what finished.
 
 The handler raises ``Terminated`` (a KeyboardInterrupt), so pytest, xdist and the plugin take
 the path they take on Ctrl-C: the running task records its finished episodes and the error, the
-metrics JSON is written with ``partial`` and the exit status. Under xdist the controller passes
-the signal on to its workers, which handle it the same way and hand over what they finished.
+metrics JSON is written with ``partial`` and the exit status. Under xdist the controller does
+not raise: it passes the signal on to its workers, which handle it that way and hand over what
+they finished, and xdist then ends the session as interrupted.
 A handler is installed only where SIGTERM still has its default action.
 """
 
