@@ -27,3 +27,13 @@ def test_success_rate(evaluate):
 def test_no_regression(evaluate, snapshot):
     """The success rate is not significantly below the committed snapshot (the gate)."""
     assert evaluate() == snapshot
+
+
+def test_policy_latency(benchmark_speed, benchmark):
+    """Seconds per policy call on a batch of the task's own observations (pytest-benchmark)."""
+    benchmark_speed.policy_latency(benchmark)
+
+
+def test_env_step(benchmark_speed, benchmark):
+    """Seconds per env step, as the rollout builds the env (pytest-benchmark)."""
+    benchmark_speed.env_step(benchmark)

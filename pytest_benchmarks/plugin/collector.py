@@ -22,7 +22,7 @@ from pytest_benchmarks.metrics.table import table
 from pytest_benchmarks.plugin.nodeids import task_of_nodeid
 from pytest_benchmarks.plugin.progress import progress_line
 from pytest_benchmarks.plugin.recording import build_record
-from pytest_benchmarks.plugin.session import WORKER_ROWS, SessionState
+from pytest_benchmarks.plugin.session import WORKER_COUNTS, WORKER_ROWS, SessionState
 
 
 def worker_exit(worker: Any) -> str:
@@ -58,6 +58,8 @@ class ResultCollector:
         self.record_line: str | None = None
         #: Why the last metrics write failed (a full disk); None once a write succeeds.
         self.write_error: str | None = None
+        #: The session failed before any task finished (its document holds no task).
+        self.failed_empty = False
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         progress = getattr(report, "benchmark_progress", None)
@@ -124,6 +126,11 @@ class ResultCollector:
         """An xdist worker ended: keep the tasks it ran that no report carried (interrupted
         mid-test), with their finished episodes."""
         output = getattr(node, "workeroutput", None) or {}
+        # Every worker collects every test: its counts are the session's.
+        collected, deselected = output.get(WORKER_COUNTS, (0, {}))
+        self.state.collected = max(self.state.collected, collected)
+        for env, count in deselected.items():
+            self.state.deselected[env] = max(self.state.deselected.get(env, 0), count)
         added = False
         for row in output.get(WORKER_ROWS, []):
             result = TaskResult.from_row(row)
@@ -148,7 +155,18 @@ class ResultCollector:
         empty_shard = self.state.settings.shard is not None and not self.state.results
         if empty_shard and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
             session.exitstatus = pytest.ExitCode.OK
-        self.write(partial=not complete, exitstatus=int(session.exitstatus), empty=empty_shard)
+        # A session that failed before any task finished leaves its own (empty) document, so
+        # an earlier run's file is never read as this run's.
+        self.failed_empty = (
+            not self.state.results
+            and self.state.collected > 0
+            and session.exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
+        )
+        self.write(
+            partial=not complete or self.failed_empty,
+            exitstatus=int(session.exitstatus),
+            empty=empty_shard or self.failed_empty,
+        )
         if self.write_error is not None and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the run's results are not saved
         if self.state.settings.record is not None:
@@ -187,16 +205,24 @@ class ResultCollector:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         state = self.state
         write = terminalreporter.write_line
-        if state.excluded and state.deselected:
+        left_out = {env: n for env, n in state.deselected.items() if env in state.excluded}
+        if left_out:
             chosen = ",".join(state.settings.envs or ())
-            write(
-                f"benchmarks deselected by --benchmark-env={chosen}: "
-                f"{', '.join(state.excluded)} ({state.deselected} tests)"
-            )
+            counts = ", ".join(f"{env} ({n} test{'s' * (n != 1)})" for env, n in left_out.items())
+            write(f"benchmarks deselected by --benchmark-env={chosen}: {counts}")
         if not state.results:
-            if state.settings.shard is not None and self.write_error is None:
+            path = state.settings.metrics
+            if self.write_error is not None:
+                write(f"metrics: NOT written to {path}: {self.write_error}", red=True)
+            elif state.settings.shard is not None:
                 i, n = state.settings.shard
-                write(f"benchmark shard {i}/{n} holds no task; metrics: {state.settings.metrics}")
+                write(f"benchmark shard {i}/{n} holds no task; metrics: {path}")
+            elif self.failed_empty:
+                write(f"metrics: the session failed before any task finished; {path} holds "
+                      "this run's settings and no task")  # fmt: skip
+            elif state.collected:
+                write(f"metrics: no task was evaluated (no test called evaluate()); {path} "
+                      "not written")  # fmt: skip
             return
         terminalreporter.section("benchmark results")
         for line in table(list(state.results.values())):

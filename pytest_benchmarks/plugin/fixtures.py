@@ -24,6 +24,7 @@ from pytest_benchmarks.plugin.gate import GatedResult
 from pytest_benchmarks.plugin.progress import ProgressReporter
 from pytest_benchmarks.plugin.rerun import rerun_command
 from pytest_benchmarks.plugin.session import PENDING, get_state
+from pytest_benchmarks.plugin.speed import SpeedProbe
 from pytest_benchmarks.policies import make_policy
 from pytest_benchmarks.policies.sources import PolicySourceError
 
@@ -83,6 +84,18 @@ def policy(
         )
     except (PolicySourceError, FeatureMismatch) as exc:
         pytest.fail(f"{benchmark_task.id}: {exc}", pytrace=False)
+
+
+@pytest.fixture
+def benchmark_speed(
+    request: pytest.FixtureRequest,
+    benchmark_task: TaskRef,
+    vector_env: LazyVectorEnv,
+    env_processors: EnvProcessors,
+) -> SpeedProbe:
+    """The task's speed benchmarks: ``benchmark_speed.policy_latency(benchmark)`` and
+    ``benchmark_speed.env_step(benchmark)``, timed by pytest-benchmark's ``benchmark`` fixture."""
+    return SpeedProbe(request, benchmark_task, vector_env, env_processors)
 
 
 @pytest.fixture

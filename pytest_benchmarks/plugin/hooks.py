@@ -22,6 +22,7 @@ from pytest_benchmarks.plugin.session import (
     KEPT,
     PENDING,
     STATE,
+    WORKER_COUNTS,
     WORKER_ROWS,
     SessionState,
     build_state,
@@ -97,14 +98,18 @@ def _task_param(state: SessionState, task: TaskRef) -> Any:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     keep, drop = [], []
+    state = get_state(config)
     for item in items:
         callspec = getattr(item, "callspec", None)
         param = callspec.params.get("benchmark_task") if callspec else None
         (drop if isinstance(param, _Excluded) else keep).append(item)
+        state.collected += isinstance(param, TaskRef)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
-        get_state(config).deselected += len(drop)
+        for item in drop:
+            env = item.callspec.params["benchmark_task"].env  # type: ignore[attr-defined]
+            state.deselected[env] = state.deselected.get(env, 0) + 1
 
 
 @pytest.hookimpl(wrapper=True)
@@ -140,6 +145,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     workeroutput = getattr(session.config, "workeroutput", None)
     if state is not None and state.is_worker and workeroutput is not None:
         workeroutput[WORKER_ROWS] = [result.to_row() for result in state.cache.values()]
+        workeroutput[WORKER_COUNTS] = [state.collected, state.deselected]
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -35,7 +35,9 @@ class SessionState:
     #: Results gathered from test reports (the controller's view), by task id.
     results: dict[str, TaskResult] = field(default_factory=dict)
     started_at: float = field(default_factory=time.time)
-    deselected: int = 0
+    #: Benchmark tests deselected, per benchmark, and benchmark tests collected.
+    deselected: dict[str, int] = field(default_factory=dict)
+    collected: int = 0
     #: Per test function: the tasks that can fail, Tarone's K, the tasks with a snapshot.
     gate_families: dict[str, tuple[frozenset[str], int, int]] = field(default_factory=dict)
 
@@ -90,6 +92,9 @@ GATE = pytest.StashKey[tuple[str, int, Comparison]]()
 KEPT = pytest.StashKey[str]()
 #: The ``workeroutput`` key under which an xdist worker hands its task rows over at its end.
 WORKER_ROWS = "benchmark_rows"
+#: The ``workeroutput`` key for a worker's counts of benchmark tests collected and deselected
+#: (the controller of an xdist run collects nothing itself).
+WORKER_COUNTS = "benchmark_counts"
 
 
 def get_state(config: pytest.Config) -> SessionState:

@@ -1,0 +1,58 @@
+"""The ``benchmark_speed`` fixture's object: a task's speed benchmarks, timed by pytest-benchmark.
+
+pytest-benchmark times nothing under xdist (it calls the function once), so speed tests are
+smoke tests in a ``-n`` run and benchmarks in a ``-n 0`` one; ``--benchmark-only`` runs them
+alone, ``--benchmark-skip`` runs everything but them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from pytest_benchmarks.core.policy import Policy
+from pytest_benchmarks.core.processors import EnvProcessors
+from pytest_benchmarks.core.tasks import TaskRef
+from pytest_benchmarks.engine.speed import Timer, time_env_step, time_policy
+from pytest_benchmarks.engine.vector import LazyVectorEnv
+from pytest_benchmarks.plugin.session import get_state
+
+
+@dataclass
+class SpeedProbe:
+    """Times the task's policy and env; pass pytest-benchmark's ``benchmark`` fixture."""
+
+    request: pytest.FixtureRequest
+    task: TaskRef
+    vector_env: LazyVectorEnv
+    processors: EnvProcessors
+
+    def policy_latency(self, benchmark: Timer) -> None:
+        """Seconds per ``policy.act`` call on a batch of this task's observations (the batch
+        size is the run's: ``--benchmark-batch-size``, or auto)."""
+        policy = self.request.getfixturevalue("policy")
+        if not isinstance(policy, Policy):
+            pytest.fail(
+                f"{self.task.id}: the policy fixture gave {type(policy).__name__}, not a policy "
+                "(reset, act, identity)",
+                pytrace=False,
+            )
+        seed = get_state(self.request.config).settings.seed
+        try:
+            time_policy(benchmark, self.vector_env, policy, self.processors, seed)
+        finally:
+            self.vector_env.close()
+
+    def env_step(self, benchmark: Timer) -> None:
+        """Seconds per step of one env of this task (its observation mode, its cameras), under
+        seeded random actions, resets excluded; ``--benchmark-max-time`` and
+        ``--benchmark-min-rounds`` size the rounds."""
+        config = self.request.config
+        time_env_step(
+            benchmark,
+            self.vector_env.config,
+            get_state(config).settings.seed,
+            float(config.getoption("benchmark_max_time", 1.0)),
+            int(config.getoption("benchmark_min_rounds", 5)),
+        )
