@@ -1,34 +1,9 @@
-"""Helpers shared by the plugin's tests."""
+"""Fixtures of the plugin's own tests (the project-wide setup is in the top-level conftest.py)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
-
 import pytest
-
-TESTS = Path(__file__).parent
-
-#: conftest for pytester sessions that also registers the toy benchmark.
-TOY_CONFTEST = f"""
-import sys
-sys.path.insert(0, {str(TESTS)!r})
-import toybench  # noqa: F401  (registers "toy" and "absent")
-"""
-
-TOY_TESTS = """
-import pytest
-
-pytestmark = pytest.mark.benchmark_env("toy")
-
-def test_rollout(evaluate):
-    result = evaluate()
-    assert result.error is None and result.n_episodes == result.planned
-
-def test_success_rate(evaluate):
-    assert evaluate().successes > 0
-"""
+from helpers import TOY_CONFTEST, TOY_TESTS
 
 
 @pytest.fixture
@@ -39,20 +14,3 @@ def toy_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> p
     pytester.makeconftest(TOY_CONFTEST)
     pytester.makepyfile(test_toy=TOY_TESTS)
     return pytester
-
-
-def read_metrics(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text())
-
-
-def outcomes(document: dict[str, Any]) -> dict[str, list[tuple[Any, ...]]]:
-    """Per task id, the episodes without timing: equal for equal deterministic runs."""
-    return {
-        row["id"]: [
-            tuple(
-                v for k, v in sorted(e.items()) if k not in ("duration_s", "video", "video_error")
-            )
-            for e in row["episodes"]
-        ]
-        for row in document["results"]
-    }

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import outcomes, read_metrics
+from helpers import outcomes, read_metrics
 
 # The console script installed beside this interpreter, else the one on PATH.
 _BESIDE = Path(sys.executable).with_name("pytest-benchmarks")

@@ -8,7 +8,7 @@ import re
 import shlex
 
 import pytest
-from conftest import outcomes, read_metrics
+from helpers import outcomes, read_metrics
 
 CHECKED = """
 import pytest
@@ -151,3 +151,14 @@ def test_rollout(evaluate):
         assert frames.std() > 5  # a scene, not a blank frame
         videos += 1
     assert videos >= 1  # push-v3 cannot finish in 20 steps
+    # --benchmark-video=all: every episode, successes too, at 30 fps.
+    result = run(pytester, "--benchmark-task=reach-v3", "--benchmark-episodes=2",
+                 "--benchmark-video=all", "--benchmark-image-size=64", "--benchmark-batch-size=2",
+                 "--benchmark-metrics=all.json")  # fmt: skip
+    result.assert_outcomes(passed=1)
+    (row,) = read_metrics(pytester.path / "all.json")["results"]
+    assert any(e["success"] for e in row["episodes"])
+    for e in row["episodes"]:
+        assert e["video"] is not None and e["video_error"] is None
+        assert iio.immeta(e["video"])["fps"] == 30
+        assert len(iio.imread(e["video"])) == e["steps"] + 1

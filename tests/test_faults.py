@@ -16,7 +16,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import read_metrics
+from helpers import read_metrics
 
 from pytest_benchmarks.metrics.document import schema
 from pytest_benchmarks.metrics.document import write_metrics as write_atomic

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 import torch._dynamo
-from conftest import outcomes, read_metrics
+from helpers import outcomes, read_metrics
 
 from pytest_benchmarks.api import evaluate
 from pytest_benchmarks.core import catalog

@@ -270,3 +270,31 @@ def test_success_rate(evaluate):
         "libero/libero_object/0": 1,
     }
     assert document["results"][0]["policy"]["id"] == "pytest_benchmarks.PickPlaceExpert"
+
+
+def test_a_users_own_config_is_used_as_it_is(tmp_path):
+    """LIBERO_CONFIG_PATH of the user's own, holding a valid config.yaml: read, never rewritten,
+    and no config of the harness's own is laid down."""
+    from pytest_benchmarks.envs.libero_setup import write_config
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    config = write_config(mine)
+    text = config.read_text().replace(str(mine / "datasets"), "/data/my-libero-datasets")
+    config.write_text("# my own LIBERO config\n" + text)
+    before = config.read_bytes()
+    env = {**_clean_env(str(tmp_path / "home")), "LIBERO_CONFIG_PATH": str(mine)}
+    script = (
+        "from pytest_benchmarks.envs.libero_setup import check; print(check());"
+        "from libero.libero import get_libero_path; print(get_libero_path('datasets'))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    loaded, datasets = done.stdout.strip().splitlines()[-2:]
+    assert "libero/libero_spatial/0" in loaded
+    assert datasets == "/data/my-libero-datasets"
+    assert config.read_bytes() == before
+    assert not (tmp_path / "home" / ".cache" / "pytest-benchmarks").exists()

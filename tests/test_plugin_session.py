@@ -10,7 +10,7 @@ import time
 
 import jsonschema
 import pytest
-from conftest import outcomes, read_metrics
+from helpers import outcomes, read_metrics
 
 from pytest_benchmarks.metrics.document import schema
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 import torch._dynamo
-from conftest import TOY_CONFTEST, outcomes, read_metrics
+from helpers import TOY_CONFTEST, outcomes, read_metrics
 
 from pytest_benchmarks.api import evaluate
 from pytest_benchmarks.core.features import Feature, FeatureMismatch, check_features

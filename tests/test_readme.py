@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import outcomes, read_metrics
+from helpers import outcomes, read_metrics
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import TOY_CONFTEST
+from helpers import TOY_CONFTEST
 
 GATED = """
 import pytest

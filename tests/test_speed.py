@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import read_metrics
+from helpers import read_metrics
 from test_smoke import ROOT, tox_commands
 
 #: A policy that takes PACE_S seconds per batch (a model made slower on purpose).
@@ -47,8 +47,14 @@ def test_env_step(benchmark_speed, benchmark):
 """
 
 
+#: What an xdist worker exports to its children; pytest-benchmark reads it as "xdist is on".
+XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
+
+
 @pytest.fixture
-def speed_project(toy_project: pytest.Pytester) -> pytest.Pytester:
+def speed_project(toy_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    for name in XDIST_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
     toy_project.makepyfile(paced=PACED)
     test_file = toy_project.path / "test_toy.py"
     test_file.write_text(test_file.read_text() + SPEED_TESTS)
@@ -156,7 +162,8 @@ def test_the_speed_job_stores_the_metaworld_figures_and_fails_a_slowed_expert(tm
     slowed by 5 ms per call (benchmarks/perf/slowed_policy.py), which must fail the gate."""
     (command,) = tox_commands("speed", tmp_path)
     store = ["--benchmark-task=reach-v3", f"--benchmark-storage=file://{tmp_path / 'store'}"]
-    env = {**os.environ, "PYTEST_ADDOPTS": "-p no:cacheprovider"}
+    env = {k: v for k, v in os.environ.items() if k not in XDIST_VARIABLES}
+    env["PYTEST_ADDOPTS"] = "-p no:cacheprovider"
 
     def run(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

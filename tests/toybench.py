@@ -48,6 +48,7 @@ class Corridor(gym.Env[np.ndarray, np.ndarray]):
         self.x = 0.0
         self.steps = 0
         self.episodes = 0
+        _log_lifecycle("build")
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
         if self.task == "reset-error":
@@ -87,6 +88,26 @@ class Corridor(gym.Env[np.ndarray, np.ndarray]):
             False,
             {"success": self.x >= 1.0},
         )
+
+    def close(self) -> None:
+        _log_lifecycle("close")
+
+
+def _log_lifecycle(event: str) -> None:
+    """With ``TOY_ENV_LOG`` set, append ``event pid ppid forkserver time`` for each simulator
+    built and closed, ``forkserver`` 1 when the parent is multiprocessing's forkserver (one line
+    per write, so processes appending at once do not interleave)."""
+    path = os.environ.get("TOY_ENV_LOG")
+    if path:
+        ppid = os.getppid()
+        try:
+            with open(f"/proc/{ppid}/cmdline", "rb") as cmdline:
+                forkserver = int(b"forkserver" in cmdline.read())
+        except OSError:
+            forkserver = 0
+        line = f"{event} {os.getpid()} {ppid} {forkserver} {time.monotonic():.6f}\n"
+        with open(path, "a") as log:
+            log.write(line)
 
 
 class Walker:

@@ -68,9 +68,14 @@ def main() -> None:
         run_episodes(env.get(), policy, processors, plan, on_episode)
     finally:
         env.close()
-    base = samples[1][1] if len(samples) > 1 else samples[0][1]
-    print(f"growth from episode {samples[1][0] if len(samples) > 1 else args.every} to "
-          f"{samples[-1][0]}: {samples[-1][1] - base:+.1f} MiB")  # fmt: skip
+    # From the second sample on: the first holds the one-time growth of the first episodes.
+    first, base = samples[1] if len(samples) > 1 else samples[0]
+    last, rss = samples[-1]
+    growth = rss - base
+    per_episode = growth * 1024 / max(1, last - first)
+    share = 100 * growth / base
+    print(f"growth from episode {first} to {last}: {growth:+.1f} MiB "
+          f"({share:+.2f}% of {base:.1f} MiB; {per_episode:+.1f} KiB per episode)")  # fmt: skip
 
 
 if __name__ == "__main__":

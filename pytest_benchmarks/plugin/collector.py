@@ -220,7 +220,7 @@ class ResultCollector:
             elif self.failed_empty:
                 write(f"metrics: the session failed before any task finished; {path} holds "
                       "this run's settings and no task")  # fmt: skip
-            elif state.collected:
+            elif state.collected and not self.config.option.collectonly:
                 write(f"metrics: no task was evaluated (no test called evaluate()); {path} "
                       "not written")  # fmt: skip
             return
