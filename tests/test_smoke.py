@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pytest_benchmarks.core import catalog
+
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOTS = ROOT / "benchmarks" / "__benchmark_snapshots__"
 
@@ -37,6 +39,15 @@ def option(command: list[str], name: str) -> str:
     return next(arg.split("=", 1)[1] for arg in command if arg.startswith(f"{name}="))
 
 
+#: Tasks of each smoke run that this test runs (the option given last wins): the workflow's
+#: smoke jobs run the whole selection; every one of its tasks is checked against the committed
+#: snapshots below without running it.
+HERE = {
+    "metaworld": "--benchmark-task=MT10",
+    "libero": "--benchmark-task=libero_spatial/0,libero_spatial/5,libero_object/0,libero_object/5",
+}
+
+
 @pytest.mark.parametrize("suite", ["metaworld", "libero"])
 def test_smoke_job_is_green_and_says_what_it_cannot_judge(suite: str, tmp_path: Path):
     run, report = tox_commands(f"smoke-{suite}", tmp_path)
@@ -47,6 +58,14 @@ def test_smoke_job_is_green_and_says_what_it_cannot_judge(suite: str, tmp_path: 
     assert all(arg in run for arg in args), (args, run)
     # The chosen episode succeeded for every task in the committed snapshots.
     episode = int(option(run, "--benchmark-episode"))
+    selected = catalog.get(suite).select(option(run, "--benchmark-task").split(","))
+    gated = [SNAPSHOTS / f"test_{suite}" / "test_no_regression" / f"{t.id}.json" for t in selected]
+    gated = [path for path in gated if path.is_file()]  # tasks the expert cannot do have none
+    assert len(gated) == (50 if suite == "metaworld" else 18), gated
+    for snapshot in gated:
+        stored = json.loads(snapshot.read_text())["episodes"]
+        assert next(e["success"] for e in stored if e["index"] == episode), snapshot
+    run = [*run, HERE[suite]]
     env = {**os.environ, "PYTEST_ADDOPTS": "-p no:cacheprovider"}
     done = subprocess.run(
         [sys.executable, "-m", *run], cwd=ROOT, env=env, capture_output=True, text=True
@@ -55,7 +74,8 @@ def test_smoke_job_is_green_and_says_what_it_cannot_judge(suite: str, tmp_path: 
     assert "could not fail: need >= " in done.stdout, done.stdout[-3000:]
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     rows = metrics["results"]
-    assert rows and all(r["error"] is None and r["successes"] == 1 for r in rows), rows
+    assert len(rows) == (10 if suite == "metaworld" else 4), [r["id"] for r in rows]
+    assert all(r["error"] is None and r["successes"] == 1 for r in rows), rows
     for row in rows:
         snapshot = SNAPSHOTS / f"test_{suite}" / "test_no_regression" / f"{row['id']}.json"
         stored = json.loads(snapshot.read_text())["episodes"]
