@@ -24,8 +24,11 @@ from pytest_benchmarks.engine.vector import LazyVectorEnv, make_vector_env, rese
 #: Steps the policy acts in the env before its latency is timed (caches, lazy inits, queues).
 WARMUP_STEPS = 10
 
-#: Untimed env steps before the step rate is timed, and to size the number of rounds.
+#: Calls timed to size the number of rounds (``--benchmark-max-time`` / their mean).
 PROBE_STEPS = 5
+
+#: At most this many rounds, however fast the call.
+MAX_ROUNDS = 10_000
 
 
 class Timer(Protocol):
@@ -33,8 +36,6 @@ class Timer(Protocol):
 
     group: str | None
     extra_info: dict[str, Any]
-
-    def __call__(self, function: Callable[..., Any], *args: Any) -> Any: ...
 
     def pedantic(
         self,
@@ -52,30 +53,57 @@ def time_policy(
     policy: Policy,
     processors: EnvProcessors,
     seed: int,
+    max_time_s: float,
+    min_rounds: int,
 ) -> None:
-    """Time ``policy.act`` on one batch of the task's own observations.
+    """Time ``policy.act`` on one batch of the task's own observations: one inference.
 
     The batch comes from the task's planned episodes (its first ``num_envs``, seeded as in a
-    run), after the policy has acted ``WARMUP_STEPS`` steps in them, so the policy's first-call
-    costs and a chunking policy's queues are past. A chunking policy's figure is its mean cost
-    per step, a chunk's inference spread over the steps that use it.
+    run), after the policy has acted ``WARMUP_STEPS`` steps in them, so first-call costs are
+    past. Before each timed call the policy is reset for every slot (not timed), so a chunking
+    policy computes a whole chunk each time instead of popping its queue. The rounds fill about
+    ``max_time_s``, at least ``min_rounds``.
     """
     task = vector_env.config.task
     n = vector_env.num_envs
     plan = plan_episodes(catalog.get(task.env), task, seed, range(n))
+    slots, seeds = list(range(n)), [s.seed for s in plan]
     env = vector_env.get()
     obs, _ = reset_slots(env, {s.index: (s.seed, s.init_state, s.index) for s in plan})
-    policy.reset(list(range(n)), [s.seed for s in plan])
+    policy.reset(slots, seeds)
     batch = processors(obs)
     for _ in range(WARMUP_STEPS):
         obs, _, terminated, truncated, _ = env.step(policy.act(batch))
         if (terminated | truncated).any():
             break  # a slot ended: keep the last batch of live episodes
         batch = processors(obs)
+
+    def setup() -> None:
+        policy.reset(slots, seeds)
+
+    def act() -> None:
+        policy.act(batch)
+
+    rounds = _rounds(setup, act, max_time_s, min_rounds)
     timer.group = f"policy latency: {task.env}"
     timer.extra_info.update(task=task.id, batch_size=n, unit="seconds per batch")
-    timer(policy.act, batch)
+    timer.pedantic(act, setup=setup, rounds=rounds, warmup_rounds=0, iterations=1)
     _rate(timer, "batches_per_s", 1)
+
+
+def _rounds(
+    setup: Callable[[], None], call: Callable[[], None], max_time_s: float, min_rounds: int
+) -> int:
+    """Rounds of ``call`` that fill about ``max_time_s``, from ``PROBE_STEPS`` untimed-setup
+    probes; at least ``min_rounds``, at most ``MAX_ROUNDS``."""
+    timed = 0.0
+    for _ in range(PROBE_STEPS):
+        setup()
+        began = time.perf_counter()
+        call()
+        timed += time.perf_counter() - began
+    per_call = timed / PROBE_STEPS
+    return max(min_rounds, min(MAX_ROUNDS, int(max_time_s / max(per_call, 1e-9))))
 
 
 def time_env_step(
@@ -106,14 +134,7 @@ def time_env_step(
         ended[0] = bool(terminated[0] or truncated[0])
 
     try:
-        timed = 0.0
-        for _ in range(PROBE_STEPS):
-            setup()  # builds the simulator on the first call: not timed
-            began = time.perf_counter()
-            step()
-            timed += time.perf_counter() - began
-        per_step = timed / PROBE_STEPS
-        rounds = max(min_rounds, int(max_time_s / max(per_step, 1e-6)))
+        rounds = _rounds(setup, step, max_time_s, min_rounds)  # the first setup builds the env
         timer.group = f"env step: {task.env}"
         timer.extra_info.update(task=task.id, obs=config.obs, unit="seconds per step")
         timer.pedantic(step, setup=setup, rounds=rounds, warmup_rounds=0, iterations=1)

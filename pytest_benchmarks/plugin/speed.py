@@ -29,8 +29,9 @@ class SpeedProbe:
     processors: EnvProcessors
 
     def policy_latency(self, benchmark: Timer) -> None:
-        """Seconds per ``policy.act`` call on a batch of this task's observations (the batch
-        size is the run's: ``--benchmark-batch-size``, or auto)."""
+        """Seconds per inference: ``policy.act`` on a batch of this task's observations, the
+        policy reset before each call (the batch size is the run's: ``--benchmark-batch-size``,
+        or auto); ``--benchmark-max-time`` and ``--benchmark-min-rounds`` size the rounds."""
         policy = self.request.getfixturevalue("policy")
         if not isinstance(policy, Policy):
             pytest.fail(
@@ -38,9 +39,16 @@ class SpeedProbe:
                 "(reset, act, identity)",
                 pytrace=False,
             )
-        seed = get_state(self.request.config).settings.seed
+        config = self.request.config
         try:
-            time_policy(benchmark, self.vector_env, policy, self.processors, seed)
+            time_policy(
+                benchmark,
+                self.vector_env,
+                policy,
+                self.processors,
+                get_state(config).settings.seed,
+                *_rounds_options(config),
+            )
         finally:
             self.vector_env.close()
 
@@ -50,9 +58,14 @@ class SpeedProbe:
         ``--benchmark-min-rounds`` size the rounds."""
         config = self.request.config
         time_env_step(
-            benchmark,
-            self.vector_env.config,
-            get_state(config).settings.seed,
-            float(config.getoption("benchmark_max_time", 1.0)),
-            int(config.getoption("benchmark_min_rounds", 5)),
-        )
+            benchmark, self.vector_env.config, get_state(config).settings.seed,
+            *_rounds_options(config),
+        )  # fmt: skip
+
+
+def _rounds_options(config: pytest.Config) -> tuple[float, int]:
+    """pytest-benchmark's ``--benchmark-max-time`` and ``--benchmark-min-rounds``."""
+    return (
+        float(config.getoption("benchmark_max_time", 1.0)),
+        int(config.getoption("benchmark_min_rounds", 5)),
+    )
