@@ -4,15 +4,10 @@ robot tests behave under pytest-benchmark's --benchmark-only and --benchmark-ski
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from helpers import read_metrics
-from test_smoke import ROOT, tox_commands
 
 #: A policy that takes PACE_S seconds per batch (a model made slower on purpose).
 PACED = """
@@ -155,36 +150,6 @@ def test_no_benchmark_test_collected_leaves_the_metrics_alone(toy_project: pytes
     plain.assert_outcomes(failed=1)
     assert metrics.read_bytes() == before
     assert "metrics:" not in plain.stdout.str()
-
-
-def test_the_speed_job_stores_the_metaworld_figures_and_fails_a_slowed_expert(tmp_path: Path):
-    """``tox -e speed`` as tox.ini runs it, on one task: stored, then compared with the expert
-    slowed by 5 ms per call (benchmarks/perf/slowed_policy.py), which must fail the gate."""
-    (command,) = tox_commands("speed", tmp_path)
-    store = ["--benchmark-task=reach-v3", f"--benchmark-storage=file://{tmp_path / 'store'}"]
-    env = {k: v for k, v in os.environ.items() if k not in XDIST_VARIABLES}
-    env["PYTEST_ADDOPTS"] = "-p no:cacheprovider"
-
-    def run(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", *command, *store, *args],
-            cwd=ROOT, env={**env, **extra}, capture_output=True, text=True,
-        )  # fmt: skip
-
-    first = run(f"--benchmark-json={tmp_path / 'first.json'}")
-    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
-    names = {b["name"] for b in json.loads((tmp_path / "first.json").read_text())["benchmarks"]}
-    assert names == {"test_policy_latency[metaworld/reach-v3]", "test_env_step[metaworld/reach-v3]"}
-    assert len(list((tmp_path / "store").rglob("*.json"))) == 1
-
-    slowed = run(
-        "-k", "policy_latency", "--benchmark-compare", "--benchmark-compare-fail=min:50%",
-        "--benchmark-policy=module:slowed_policy:make",
-        PYTHONPATH=str(ROOT / "benchmarks" / "perf"), SLOW_S="0.005",
-    )  # fmt: skip
-    assert slowed.returncode == pytest.ExitCode.TESTS_FAILED, slowed.stdout[-3000:]
-    assert "Performance has regressed" in slowed.stderr
-    assert "test_policy_latency[metaworld/reach-v3]" in slowed.stderr
 
 
 def test_both_plugins_options_are_in_help_and_disjoint(pytester: pytest.Pytester):
