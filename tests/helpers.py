@@ -8,6 +8,10 @@ from typing import Any
 
 TESTS = Path(__file__).parent
 
+#: What an xdist worker exports to its children; pytest-benchmark reads it as "xdist is on",
+#: so a session a test starts under xdist drops them to time anything.
+XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
+
 #: conftest for pytester sessions that also registers the toy benchmark.
 TOY_CONFTEST = f"""
 import sys

@@ -152,12 +152,12 @@ def test_rollout(evaluate):
         videos += 1
     assert videos >= 1  # push-v3 cannot finish in 20 steps
     # --benchmark-video=all: every episode, successes too, at 30 fps.
-    result = run(pytester, "--benchmark-task=reach-v3", "--benchmark-episodes=2",
-                 "--benchmark-video=all", "--benchmark-image-size=64", "--benchmark-batch-size=2",
+    result = run(pytester, "--benchmark-task=reach-v3", "--benchmark-episodes=1",
+                 "--benchmark-video=all", "--benchmark-image-size=64",
                  "--benchmark-metrics=all.json")  # fmt: skip
     result.assert_outcomes(passed=1)
     (row,) = read_metrics(pytester.path / "all.json")["results"]
-    assert any(e["success"] for e in row["episodes"])
+    assert all(e["success"] for e in row["episodes"])  # a success gets its video too
     for e in row["episodes"]:
         assert e["video"] is not None and e["video_error"] is None
         assert iio.immeta(e["video"])["fps"] == 30

@@ -11,14 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import outcomes, read_metrics
+from helpers import XDIST_VARIABLES, outcomes, read_metrics
 from test_policies import train_tiny_policy
 from test_smoke import tox_commands
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-#: What an xdist worker exports to its children; pytest-benchmark reads it as "xdist is on".
-XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
 
 
 def readme_example(name: str) -> str:
@@ -93,23 +91,23 @@ def run_pytest(command: list[str], *more: str, **env: str) -> subprocess.Complet
 
 
 def test_the_readme_metaworld_commands_run(tmp_path: Path):
-    commands = readme_commands(".venv/bin/pytest benchmarks") + readme_commands(
-        "$ pytest benchmarks --benchmark-env=metaworld"
-    )
-    assert len(commands) == 2, commands
-    for i, command in enumerate(commands):
-        command = command[1:] if command[0] == "$" else command
-        metrics = tmp_path / f"{i}.json"
-        done = run_pytest(command, "--benchmark-task=reach-v3", "--benchmark-episodes=2",
-                          f"--benchmark-metrics={metrics}")  # fmt: skip
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-        assert re.search(
-            r"^benchmarks: metaworld: 1 tasks; episodes 2, seed 1000, policy scripted, "
-            r"batch size auto$", done.stdout, re.M,
-        ), done.stdout[:2000]  # fmt: skip
-        assert f"metrics: {metrics}" in done.stdout
-        (row,) = read_metrics(metrics)["results"]
-        assert row["id"] == "metaworld/reach-v3" and row["successes"] == 2
+    (main,) = readme_commands(".venv/bin/pytest benchmarks")
+    (example,) = readme_commands("$ pytest benchmarks --benchmark-env=metaworld")
+    # The example output's command is the main one with a task group and an episode count.
+    assert [
+        t for t in example[2:] if not t.startswith(("--benchmark-task=", "--benchmark-epis"))
+    ] == main[1:]
+    metrics = tmp_path / "run.json"
+    done = run_pytest(main, "--benchmark-task=reach-v3", "--benchmark-episodes=2",
+                      f"--benchmark-metrics={metrics}")  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert re.search(
+        r"^benchmarks: metaworld: 1 tasks; episodes 2, seed 1000, policy scripted, "
+        r"batch size auto$", done.stdout, re.M,
+    ), done.stdout[:2000]  # fmt: skip
+    assert f"metrics: {metrics}" in done.stdout
+    (row,) = read_metrics(metrics)["results"]
+    assert row["id"] == "metaworld/reach-v3" and row["successes"] == 2
 
 
 def test_the_readme_libero_commands_run(tmp_path: Path):
@@ -118,7 +116,7 @@ def test_the_readme_libero_commands_run(tmp_path: Path):
     for i, command in enumerate(commands):
         metrics = tmp_path / f"{i}.json"
         done = run_pytest(command, "--benchmark-task=libero_spatial/0", "--benchmark-episodes=1",
-                          "--benchmark-max-steps=20", "-k", "test_rollout",
+                          "--benchmark-max-steps=20", "-k", "test_rollout", "-n", "0",
                           f"--benchmark-metrics={metrics}")  # fmt: skip
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
         (row,) = read_metrics(metrics)["results"]

@@ -44,7 +44,7 @@ def option(command: list[str], name: str) -> str:
 #: snapshots below without running it.
 HERE = {
     "metaworld": "--benchmark-task=MT10",
-    "libero": "--benchmark-task=libero_spatial/0,libero_spatial/5,libero_object/0,libero_object/5",
+    "libero": "--benchmark-task=libero_spatial/0,libero_object/0",
 }
 
 
@@ -74,7 +74,7 @@ def test_smoke_job_is_green_and_says_what_it_cannot_judge(suite: str, tmp_path: 
     assert "could not fail: need >= " in done.stdout, done.stdout[-3000:]
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     rows = metrics["results"]
-    assert len(rows) == (10 if suite == "metaworld" else 4), [r["id"] for r in rows]
+    assert len(rows) == (10 if suite == "metaworld" else 2), [r["id"] for r in rows]
     assert all(r["error"] is None and r["successes"] == 1 for r in rows), rows
     for row in rows:
         snapshot = SNAPSHOTS / f"test_{suite}" / "test_no_regression" / f"{row['id']}.json"

@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from helpers import read_metrics
+from helpers import XDIST_VARIABLES, read_metrics
 
 #: A policy that takes PACE_S seconds per batch (a model made slower on purpose).
 PACED = """
@@ -40,10 +40,6 @@ def test_policy_latency(benchmark_speed, benchmark):
 def test_env_step(benchmark_speed, benchmark):
     benchmark_speed.env_step(benchmark)
 """
-
-
-#: What an xdist worker exports to its children; pytest-benchmark reads it as "xdist is on".
-XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
 
 
 @pytest.fixture
