@@ -3,7 +3,7 @@
 Both time through pytest-benchmark's ``benchmark`` fixture (passed in as ``timer``), so its
 ``--benchmark-autosave``, ``--benchmark-compare`` and ``--benchmark-compare-fail`` store, compare
 and gate them like any other benchmark. Nothing here imports pytest-benchmark: ``timer`` is any
-object with its ``__call__``/``pedantic`` interface.
+object with its ``pedantic`` interface (``Timer``).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def time_policy(
     timer.group = f"policy latency: {task.env}"
     timer.extra_info.update(task=task.id, batch_size=n, unit="seconds per batch")
     timer.pedantic(act, setup=setup, rounds=rounds, warmup_rounds=0, iterations=1)
-    _rate(timer, "batches_per_s", 1)
+    _rate(timer, "batches_per_s")
 
 
 def _rounds(
@@ -138,14 +138,14 @@ def time_env_step(
         timer.group = f"env step: {task.env}"
         timer.extra_info.update(task=task.id, obs=config.obs, unit="seconds per step")
         timer.pedantic(step, setup=setup, rounds=rounds, warmup_rounds=0, iterations=1)
-        _rate(timer, "steps_per_s", 1)
+        _rate(timer, "steps_per_s")
     finally:
         env.close()
 
 
-def _rate(timer: Timer, key: str, per_call: int) -> None:
+def _rate(timer: Timer, key: str) -> None:
     """The median as a rate in ``extra_info`` (absent when timing is disabled, as under xdist)."""
     stats = getattr(getattr(timer, "stats", None), "stats", None)
     median = getattr(stats, "median", None)
     if median:
-        timer.extra_info[key] = round(per_call / median, 3)
+        timer.extra_info[key] = round(1 / median, 3)
