@@ -62,6 +62,7 @@ def evaluate(
     max_steps: int | None = None,
     obs: str | None = None,
     image_size: int | str | tuple[int, int] | None = None,
+    render: str = "faithful",
     device: str = "auto",
     metrics: str | Path | None = None,
     record: str | Path | None = None,
@@ -92,6 +93,7 @@ def evaluate(
         "--benchmark-image-size": "x".join(map(str, image_size))
         if isinstance(image_size, tuple)
         else image_size,
+        "--benchmark-render": render,
         "--benchmark-device": device,
         "--benchmark-metrics": str(metrics) if metrics else "metrics.json",
         "--benchmark-record": str(record) if record else None,

@@ -32,7 +32,16 @@ from pytest_benchmarks.metrics.stats import Comparison, compare_results, summary
 CHART_FORMATS = ("png", "svg", "pdf")
 
 #: Run settings that must agree for shards to form one run.
-SHARED_SETTINGS = ("seed", "episodes", "policy", "max_steps", "obs", "image_size", "settle_steps")
+SHARED_SETTINGS = (
+    "seed",
+    "episodes",
+    "policy",
+    "max_steps",
+    "obs",
+    "image_size",
+    "render",
+    "settle_steps",
+)
 
 
 #: Exit statuses: 1 a regression (or, with --gate-power=fail, a gate that cannot fail), 2 bad
@@ -147,6 +156,12 @@ def compare_runs(
 ) -> tuple[list[str], bool]:
     """Lines of the comparison and whether the gate fails: a regression, or, with
     ``power="fail"``, a task whose test cannot detect any drop at these episode counts."""
+    modes = [document["run"].get("render") or "faithful" for document in (old, new)]
+    if modes[0] != modes[1]:
+        raise Unjudgeable(
+            f"the old run was rendered {modes[0]}, the new run {modes[1]}: runs of different "
+            "render modes (--benchmark-render) are not compared"
+        )
     before = {r.task.id: r for r in load_results(old)}
     after = {r.task.id: r for r in load_results(new)}
     common = sorted(set(before) & set(after))

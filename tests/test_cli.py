@@ -229,6 +229,21 @@ def test_compare_refuses_runs_it_cannot_judge(toy_project: pytest.Pytester):
     assert "Errors (not judged) in toy/stroll." in report.stdout
 
 
+def test_compare_and_merge_refuse_runs_of_different_render_modes(toy_project: pytest.Pytester):
+    faithful = session(toy_project, "faithful", "--benchmark-task=walk")
+    fast = session(toy_project, "fast", "--benchmark-task=walk", "--benchmark-render=fast")
+    assert json.loads(fast.read_text())["run"]["render"] == "fast"
+    done = cli("compare", faithful, fast)
+    assert done.returncode == 3
+    assert done.stderr.strip() == (
+        "pytest-benchmarks: cannot compare: the old run was rendered faithful, the new run "
+        "fast: runs of different render modes (--benchmark-render) are not compared"
+    )
+    merged = cli("merge", faithful, fast, "-o", toy_project.path / "merged.json")
+    assert merged.returncode == 2
+    assert "render is 'fast' but 'faithful'" in merged.stderr
+
+
 def test_hostile_inputs_and_outputs_are_one_line(toy_project: pytest.Pytester, tmp_path: Path):
     run = session(toy_project, "run")
     binary = tmp_path / "binary.json"

@@ -175,6 +175,10 @@ def test_task_selection_and_group(toy_project: pytest.Pytester):
             "--benchmark-obs: 'depth' is not one of state, pixels, lerobot",
         ),
         (
+            ["--benchmark-render=pretty"],
+            "--benchmark-render: 'pretty' is not one of faithful, fast",
+        ),
+        (
             ["--benchmark-camera-map=agentveiw=camera1"],
             "--benchmark-camera-map: no camera 'agentveiw' in the selected benchmarks; valid: none",
         ),

@@ -23,6 +23,8 @@ DEFAULT_IMAGE_SIZE = (128, 128)
 #: own wrapper for the benchmark (the default for lerobot: policies where a benchmark has one).
 OBS_MODES = ("state", "pixels", "lerobot")
 VIDEO_MODES = ("none", "failures", "all")
+#: faithful: the models' own rendering; fast: no multisampling, shadows or reflections.
+RENDER_MODES = ("faithful", "fast")
 #: Which episodes --benchmark-record keeps: every one, or the successful ones.
 RECORD_ONLY = ("all", "success")
 DEVICES = ("auto", "cpu", "cuda")
@@ -47,6 +49,7 @@ class Settings:
     metrics: Path
     obs: str | None = None
     image_size: tuple[int, int] = (128, 128)
+    render: str = "faithful"
     camera_map: tuple[tuple[str, str], ...] = ()
     settle_steps: int | None = None
     gate: str = DEFAULT_GATE
@@ -77,6 +80,8 @@ class Settings:
             "obs": config.obs,
             "image_size": None if config.obs == "state" else list(config.image_size),
             "settle_steps": config.settle_steps,
+            # Only where pixels decide the outcome: state snapshots stay as they were.
+            **({} if config.obs == "state" else {"render": config.render}),
         }
 
     @property
@@ -93,6 +98,7 @@ class Settings:
             seed=self.seed,
             obs=self.obs or default_obs(benchmark, self.policy),
             image_size=self.image_size,
+            render=self.render,
             settle_steps=self.settle_steps,
             camera_map=self.camera_map,
             video=self.video,
@@ -112,6 +118,7 @@ class Settings:
             "max_steps": self.max_steps,
             "obs": self.obs,
             "image_size": list(self.image_size),
+            "render": self.render,
             "camera_map": dict(self.camera_map),
             "settle_steps": self.settle_steps,
             "gate": self.gate,

@@ -56,6 +56,9 @@ class EnvConfig:
     obs: str = "state"
     #: Camera image height and width.
     image_size: tuple[int, int] = (128, 128)
+    #: ``faithful`` (the model's own lighting and antialiasing) or ``fast`` (no multisampling,
+    #: shadows or reflections: several times quicker on a CPU renderer, other pixels).
+    render: str = "faithful"
     #: No-op steps after each reset, before the episode's first step; None: the benchmark's own.
     settle_steps: int | None = None
     #: Renames of camera observation keys: (env key, policy feature suffix) pairs.

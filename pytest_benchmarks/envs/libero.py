@@ -22,7 +22,7 @@ from pytest_benchmarks.core.catalog import register
 from pytest_benchmarks.core.features import Feature
 from pytest_benchmarks.core.processors import Batch, EnvProcessors, camera_renames
 from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
-from pytest_benchmarks.envs import libero_tasks
+from pytest_benchmarks.envs import libero_tasks, mujoco_render
 from pytest_benchmarks.envs.libero_expert import CANNOT, PickPlaceExpert, goal_of, unsupported
 from pytest_benchmarks.envs.libero_setup import libero_dir
 
@@ -66,6 +66,12 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             camera_widths=width,
         )
         self._keys = list(STATE_KEYS) + (list(CAMERAS) if pixels else [])
+        self._render = config.render if pixels else None
+        if pixels:  # robosuite rebuilds the model from its XML on every (hard) reset
+            size, mode = config.image_size, config.render
+            self._env.env.set_xml_processor(
+                lambda xml: mujoco_render.configure_xml(xml, size, mode)
+            )
         self._last: dict[str, np.ndarray] = {}
         self._expert: PickPlaceExpert | None = None
         if config.privileged:
@@ -96,6 +102,10 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         if seed is not None:
             self._env.seed(seed)
         self._env.reset()
+        if self._render is not None:  # the reset made a new scene; the frames below use it
+            mujoco_render.configure_scene(
+                self._env.env.sim._render_context_offscreen.scn, self._render
+            )
         raw = self._env.set_init_state(self._init_states[state % len(self._init_states)])
         for _ in range(self._settle):
             raw, _, _, _ = self._env.step(NOOP)

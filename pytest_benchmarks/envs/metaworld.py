@@ -26,6 +26,7 @@ from pytest_benchmarks.core.catalog import register
 from pytest_benchmarks.core.features import Feature
 from pytest_benchmarks.core.processors import Batch, EnvProcessors, camera_renames
 from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
+from pytest_benchmarks.envs import mujoco_render
 from pytest_benchmarks.envs.metaworld_tasks import DESCRIPTIONS, GROUPS
 
 N_GOALS = 50
@@ -56,6 +57,11 @@ class MetaWorldTaskEnv(gym.Env[np.ndarray, np.ndarray]):
         self._env = metaworld.env_dict.ALL_V3_ENVIRONMENTS[name](**render)
         if config.obs == "lerobot":
             self._env.model.cam_pos[self._env.model.camera(CAMERA).id] = LEROBOT_CAMERA_POS
+        if render:
+            mujoco_render.configure_model(self._env.model, config.image_size, config.render)
+            # gymnasium makes the camera's viewer on the first frame; make it now to set it up.
+            viewer = self._env.mujoco_renderer._get_viewer(render["render_mode"])
+            mujoco_render.configure_scene(viewer.scn, config.render)
         self._env.max_path_length = config.max_steps
         self.observation_space, self.action_space = spaces(config)
         if not self._pixels:  # the env's own bounds, more precise than the declared ones

@@ -184,6 +184,25 @@ def setting_changes(stored: dict[str, Any], current: dict[str, Any]) -> list[str
     ]
 
 
+def render_mode(settings: dict[str, Any]) -> str | None:
+    """The render mode a snapshot's or run's images came from; None where nothing was rendered.
+    Pixel snapshots stored before the mode was recorded were rendered faithfully."""
+    if settings.get("obs") in (None, "state"):
+        return None
+    return str(settings.get("render") or "faithful")
+
+
+def check_render(stored: dict[str, Any], current: dict[str, Any]) -> None:
+    """Refuse, in one line, to judge images of one render mode against another's outcomes."""
+    old, new = render_mode(stored), render_mode(current)
+    if old is not None and new is not None and old != new:
+        raise SnapshotFormatError(
+            f"the snapshot was rendered {old}, this run {new}: runs of different render modes "
+            f"are not compared; run with --benchmark-render={old}, or store a {new} snapshot "
+            "with --snapshot-update --benchmark-snapshot-replace"
+        )
+
+
 def differences(snap: Snapshot, policy: dict[str, Any], settings: dict[str, Any]) -> list[str]:
     """Why the snapshot and this run are not the same experiment, one note each."""
     notes = []
@@ -285,6 +304,7 @@ class BenchmarkSnapshotExtension(SingleFileSnapshotExtension):
         stored = read(str(snapshot_data))
         if stored.id != new.id:
             raise SnapshotFormatError(f"holds task {stored.id!r}, not {new.id!r}")
+        check_render(stored.settings, ctx.settings)
         size = len(ctx.family) if new.id in ctx.family else ctx.k
         self.comparison = compare(
             new.id, stored.episodes, new.episodes, ctx.alpha, size, ctx.mode,

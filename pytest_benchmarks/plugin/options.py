@@ -70,6 +70,12 @@ OPTIONS: dict[str, tuple[str, str]] = {
         "else the benchmark's own (LIBERO pixels, Meta-World state)",
     ),
     "--benchmark-image-size": ("string", "camera image size, N or HxW (default 128)"),
+    "--benchmark-render": (
+        "string",
+        "camera rendering: faithful (the model's own: multisampling, shadows, reflections) or "
+        "fast (none of them: several times quicker on a CPU, other pixels; snapshots and "
+        "compare keep the two apart) (default faithful)",
+    ),
     "--benchmark-camera-map": (
         "string",
         "rename cameras, e.g. agentview_image=camera1,robot0_eye_in_hand_image=camera2",
@@ -143,6 +149,7 @@ METAVARS = {
     "--benchmark-metrics": "PATH",
     "--benchmark-obs": "{state,pixels,lerobot}",
     "--benchmark-image-size": "N|HxW",
+    "--benchmark-render": "{faithful,fast}",
     "--benchmark-camera-map": "CAM=NAME[,...]",
     "--benchmark-settle-steps": "N",
     "--benchmark-episode": "I[,J...]",

@@ -21,6 +21,8 @@ def rerun_command(test_file: str, settings: Settings, task: TaskRef) -> str:
         "--benchmark-camera-map": ",".join(f"{a}={b}" for a, b in s.camera_map) or None,
     }
     args += [f"{flag}={value}" for flag, value in optional.items() if value is not None]
+    if s.render != "faithful":
+        args.append(f"--benchmark-render={s.render}")
     if s.image_size != (128, 128):
         args.append(f"--benchmark-image-size={s.image_size[0]}x{s.image_size[1]}")
     return shlex.join(args)

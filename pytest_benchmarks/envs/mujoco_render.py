@@ -1,0 +1,61 @@
+"""How the benchmarks' MuJoCo cameras render: the render modes, and an offscreen buffer the size
+of the image.
+
+MuJoCo renders a camera into an offscreen framebuffer of the model's ``offwidth x offheight``
+(640x480 in both benchmarks' models) whatever the image size; a CPU renderer clears and resolves
+all of it. Sized to the image, the pixels are the same (tested) and the work smaller. ``fast``
+turns off what costs a CPU renderer most: the 4x multisampling, the shadow pass and the
+reflection pass. Its images differ from ``faithful``'s; the README gives by how much.
+
+mujoco is imported inside the functions: the GL backend must be chosen before its import.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Any
+
+FAITHFUL = "faithful"
+FAST = "fast"
+
+
+def configure_model(model: Any, size: tuple[int, int], mode: str) -> None:
+    """Set the offscreen buffer to ``size`` (height, width) and, for ``fast``, no
+    multisampling; before the model's rendering context is made, which reads both."""
+    height, width = size
+    model.vis.global_.offwidth, model.vis.global_.offheight = width, height
+    if mode == FAST:
+        model.vis.quality.offsamples = 0
+
+
+def configure_scene(scene: Any, mode: str) -> None:
+    """Turn off the shadow and reflection passes of a scene (``fast``); they persist across
+    scene updates."""
+    if mode != FAST:
+        return
+    import mujoco
+
+    scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
+    scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
+
+
+def configure_xml(xml: str, size: tuple[int, int], mode: str) -> str:
+    """``configure_model`` on an MJCF document, for simulators that rebuild their model from
+    XML on every reset (robosuite's hard reset)."""
+    root = ET.fromstring(xml)
+    visual = root.find("visual")
+    if visual is None:
+        visual = ET.SubElement(root, "visual")
+    for tag in ("global", "quality"):
+        if visual.find(tag) is None:
+            ET.SubElement(visual, tag)
+    height, width = size
+    glob = visual.find("global")
+    assert glob is not None
+    glob.set("offwidth", str(width))
+    glob.set("offheight", str(height))
+    if mode == FAST:
+        quality = visual.find("quality")
+        assert quality is not None
+        quality.set("offsamples", "0")
+    return ET.tostring(root, encoding="unicode")

@@ -1,0 +1,154 @@
+"""Render modes: faithful frames are the simulators' own, fast frames differ a little, and runs
+of one mode are never judged against snapshots or runs of the other."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.tasks import EnvConfig
+from pytest_benchmarks.engine import rendering
+
+rendering.choose_backend()
+
+SIZE = (96, 128)  # not square, so a height/width mix-up shows
+STEPS = 4
+
+
+def actions(dim: int) -> list[np.ndarray]:
+    """The episode's actions, the same arrays whichever env steps them."""
+    rng = np.random.default_rng(0)
+    return [rng.uniform(-1, 1, dim).astype(np.float32) for _ in range(STEPS)]
+
+
+def harness_frames(benchmark: str, task: str, render: str) -> dict[str, np.ndarray]:
+    """Per camera key, the frames of a reset and ``STEPS`` seeded steps through our env."""
+    bench = catalog.get(benchmark)
+    ref = bench.select([task])[0]
+    env = bench.make_env(EnvConfig(ref, 500, 1000, obs="pixels", image_size=SIZE, render=render))
+    try:
+        obs, _ = env.reset(seed=0, options={"init_state": 0})
+        frames = [obs]
+        for action in actions(env.action_space.shape[0]):
+            frames.append(env.step(action)[0])
+    finally:
+        env.close()
+    keys = [key for key in frames[0] if key.endswith("_image")]
+    return {key: np.stack([f[key] for f in frames]) for key in keys}
+
+
+def metaworld_own_frames(task: str) -> dict[str, np.ndarray]:
+    """The same episode through Meta-World's own env and renderer, nothing of ours in between."""
+    import metaworld
+
+    goals = metaworld.MT1(task, seed=1000).train_tasks
+    env = metaworld.env_dict.ALL_V3_ENVIRONMENTS[task](
+        render_mode="rgb_array", camera_name="corner2", width=SIZE[1], height=SIZE[0]
+    )
+    env.set_task(goals[0])
+    env.seed(0)
+    env.reset()
+    frames = [env.render()]
+    for action in actions(env.action_space.shape[0]):
+        env.step(action)
+        frames.append(env.render())
+    env.close()
+    return {"corner2_image": np.stack(frames)}
+
+
+def libero_own_frames(task_id: int) -> dict[str, np.ndarray]:
+    """The same episode through LIBERO's own ControlEnv (its default offscreen buffer)."""
+    import os
+
+    from pytest_benchmarks.envs.libero import CAMERAS, NOOP
+    from pytest_benchmarks.envs.libero_setup import prepare
+
+    prepare()
+    from libero.libero import benchmark, get_libero_path
+    from libero.libero.envs.env_wrapper import ControlEnv
+
+    suite = benchmark.get_benchmark_dict()["libero_spatial"]()
+    task = suite.get_task(task_id)
+    env = ControlEnv(
+        bddl_file_name=os.path.join(
+            get_libero_path("bddl_files"), task.problem_folder, task.bddl_file
+        ),
+        has_renderer=False, has_offscreen_renderer=True, use_camera_obs=True,
+        camera_names=[c.removesuffix("_image") for c in CAMERAS],
+        camera_heights=SIZE[0], camera_widths=SIZE[1],
+    )  # fmt: skip
+    env.seed(0)
+    env.reset()
+    raw = env.set_init_state(suite.get_task_init_states(task_id)[0])
+    for _ in range(10):
+        raw, *_ = env.step(NOOP)
+    frames = [raw]
+    for action in actions(7):
+        frames.append(env.step(action)[0])
+    env.close()
+    return {key: np.stack([f[key] for f in frames]) for key in CAMERAS}
+
+
+@pytest.mark.parametrize(
+    ("name", "task", "own"),
+    [
+        ("metaworld", "push-v3", lambda: metaworld_own_frames("push-v3")),
+        ("libero", "libero_spatial/0", lambda: libero_own_frames(0)),
+    ],
+)
+def test_faithful_frames_are_the_simulators_own_and_fast_ones_differ_a_little(
+    name: str, task: str, own: Any
+):
+    """The sized offscreen buffer changes no pixel; fast changes some, by a few levels."""
+    expected = own()
+    faithful = harness_frames(name, task, "faithful")
+    fast = harness_frames(name, task, "fast")
+    assert faithful.keys() == expected.keys() == fast.keys()
+    for key, frames in expected.items():
+        assert faithful[key].shape == (STEPS + 1, *SIZE, 3)
+        assert np.array_equal(faithful[key], frames), key
+        difference = np.abs(fast[key].astype(np.int16) - faithful[key]).mean()
+        # Shadows and reflections gone: visible, but the same scene (measured 2-11 levels).
+        assert 0.5 < difference < 25, (key, difference)
+
+
+GATED_PIXELS = """
+import pytest
+
+pytestmark = pytest.mark.benchmark_env("metaworld")
+
+def test_gate(evaluate, snapshot):
+    assert evaluate() == snapshot
+"""
+
+
+def test_the_gate_refuses_a_snapshot_of_the_other_render_mode(pytester: pytest.Pytester):
+    pytester.makepyfile(test_gate=GATED_PIXELS)
+    args = ("-p", "no:cacheprovider", "--benchmark-task=reach-v3", "--benchmark-episodes=1",
+            "--benchmark-obs=pixels", "--benchmark-image-size=48", "--benchmark-max-steps=30",
+            "--benchmark-metrics=run.json")  # fmt: skip
+    stored = pytester.runpytest_subprocess(*args, "--snapshot-update")
+    assert stored.ret == 0, stored.stdout.str()
+    path = next(pytester.path.glob("__benchmark_snapshots__/**/*.json"))
+    assert json.loads(path.read_text())["settings"]["render"] == "faithful"
+    fast = pytester.runpytest_subprocess(*args, "--benchmark-render=fast")
+    assert fast.ret == pytest.ExitCode.TESTS_FAILED
+    fast.stdout.fnmatch_lines([
+        "*metaworld/reach-v3: snapshot *reach-v3.json: the snapshot was rendered faithful, this "
+        "run fast: runs of different render modes are not compared; run with "
+        "--benchmark-render=faithful, or store a fast snapshot with --snapshot-update "
+        "--benchmark-snapshot-replace"
+    ])  # fmt: skip
+    assert json.loads((pytester.path / "run.json").read_text())["run"]["render"] == "fast"
+    # Updating does not overwrite the faithful snapshot unless told to.
+    kept = pytester.runpytest_subprocess(*args, "--benchmark-render=fast", "--snapshot-update")
+    assert json.loads(path.read_text())["settings"]["render"] == "faithful", kept.stdout.str()
+    replaced = pytester.runpytest_subprocess(
+        *args, "--benchmark-render=fast", "--snapshot-update", "--benchmark-snapshot-replace"
+    )
+    assert replaced.ret == 0
+    assert json.loads(path.read_text())["settings"]["render"] == "fast"
