@@ -1,0 +1,40 @@
+"""The rendering measurements under benchmarks/perf run, tiny, and print what the README quotes."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers import XDIST_VARIABLES
+
+PERF = Path(__file__).resolve().parents[1] / "benchmarks" / "perf"
+
+
+def run(script: str, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in XDIST_VARIABLES}
+    done = subprocess.run([sys.executable, str(PERF / script), *args], capture_output=True,
+                          text=True, timeout=600, env=env, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_render_speed_compares_the_modes_side_by_side():
+    out = run("render_speed.py", "--steps", "2", "--rounds", "1", "--procs", "1",
+              "--case", "metaworld:reach-v3:32", "--variants", "own,faithful,fast")  # fmt: skip
+    row = next(line for line in out.splitlines() if line.startswith("metaworld:reach-v3:32"))
+    rates = [float(x) for x in row.split()[1:]]
+    assert len(rates) == 3 and all(rate > 0 for rate in rates), out
+    assert "corner2_image                faithful = simulator's own: True" in out
+    found = re.search(r"mean absolute difference ([\d.]+) of 255", out)
+    assert found is not None and 0 < float(found.group(1)) < 255, out
+    assert re.search(r"x1, against the simulator's own: faithful [\d.]+, fast [\d.]+", out)
+
+
+def test_render_profile_breaks_a_step_down():
+    out = run("render_profile.py", "--benchmark", "metaworld", "--size", "32", "--steps", "2")
+    assert "physics step (state only)" in out and "rendered step (pixels, as run)" in out
+    rows = [line for line in out.splitlines() if line.startswith("  corner2")]
+    assert len(rows) == 5 and rows[0].split()[1] == "defaults", out  # one per variant
