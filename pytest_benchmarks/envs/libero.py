@@ -24,6 +24,7 @@ from pytest_benchmarks.core.processors import Batch, EnvProcessors, camera_renam
 from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
 from pytest_benchmarks.envs import libero_tasks, mujoco_render
 from pytest_benchmarks.envs.libero_expert import CANNOT, PickPlaceExpert, goal_of, unsupported
+from pytest_benchmarks.envs.libero_reset import CompiledScene
 from pytest_benchmarks.envs.libero_setup import libero_dir
 
 CAMERAS = ("agentview_image", "robot0_eye_in_hand_image")
@@ -66,6 +67,8 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             camera_widths=width,
         )
         self._keys = list(STATE_KEYS) + (list(CAMERAS) if pixels else [])
+        # Hard resets reuse the scene compiled for the first one (libero_reset).
+        self.scene = CompiledScene.install(self._env.env)
         self._render = config.render if pixels else None
         if pixels:  # robosuite rebuilds the model from its XML on every (hard) reset
             size, mode = config.image_size, config.render
