@@ -92,6 +92,18 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             self._last[EXPERT_KEY] = self._expert.act(raw["robot0_eef_pos"])
         return self._last
 
+    def _blank_cameras(self) -> dict[str, Any]:
+        """Swap the camera observables' sensors for black frames; return the real ones."""
+        observables = self._env.env._observables
+        real = {camera: observables[camera]._sensor for camera in CAMERAS}
+        for camera, sensor in real.items():
+            observables[camera]._sensor = blank_sensor(sensor, observables[camera]._data_shape)
+        return real
+
+    def _restore_cameras(self, real: dict[str, Any]) -> None:
+        for camera, sensor in real.items():
+            self._env.env._observables[camera]._sensor = sensor
+
     def render(self) -> np.ndarray:
         """The agentview camera, upright (for videos); needs pixel observations."""
         if "agentview_image" not in self._last:
@@ -105,12 +117,19 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         if seed is not None:
             self._env.seed(seed)
         self._env.reset()
-        if self._render is not None:  # the reset made a new scene; the frames below use it
+        if self._render is not None:  # the reset made a new scene: set it up before any frame
             mujoco_render.configure_scene(
                 self._env.env.sim._render_context_offscreen.scn, self._render
             )
+        # No frame before the last settle step's is seen: their cameras render nothing. robosuite
+        # samples a camera at the first substep of each step, so the last step's own frame is
+        # rendered as it always is.
+        blank = self._settle > 0 and self._render is not None
+        real = self._blank_cameras() if blank else {}
         raw = self._env.set_init_state(self._init_states[state % len(self._init_states)])
-        for _ in range(self._settle):
+        for step in range(self._settle):
+            if step == self._settle - 1:
+                self._restore_cameras(real)
             raw, _, _, _ = self._env.step(NOOP)
         if self._expert is not None:
             self._expert.reset()
@@ -125,6 +144,17 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
 
     def close(self) -> None:
         self._env.close()
+
+
+def blank_sensor(sensor: Any, shape: tuple[int, ...]) -> Any:
+    """A robosuite sensor of the same name and modality that renders nothing."""
+
+    def blank(_cache: dict[str, Any]) -> np.ndarray:
+        return np.zeros(shape, np.uint8)
+
+    blank.__name__ = sensor.__name__
+    blank.__modality__ = sensor.__modality__  # type: ignore[attr-defined]
+    return blank
 
 
 def spaces(config: EnvConfig) -> tuple[gym.spaces.Dict, gym.spaces.Box]:
