@@ -1,4 +1,5 @@
-"""The rendering measurements under benchmarks/perf run, tiny, and print what the README quotes."""
+"""The rendering and reset measurements under benchmarks/perf run, tiny, and print what the
+README quotes."""
 
 from __future__ import annotations
 
@@ -38,3 +39,10 @@ def test_render_profile_breaks_a_step_down():
     assert "physics step (state only)" in out and "rendered step (pixels, as run)" in out
     rows = [line for line in out.splitlines() if line.startswith("  corner2")]
     assert len(rows) == 5 and rows[0].split()[1] == "defaults", out  # one per variant
+
+
+def test_libero_reset_compares_both_resets_on_the_same_episodes():
+    out = run("libero_reset.py", "--episodes", "2", "--max-steps", "3")
+    assert re.search(r"hard reset +reset +[\d.]+ s +episode +[\d.]+ s +steps \[3, 3\]", out), out
+    assert re.search(r"scene reused +reset +[\d.]+ s +episode +[\d.]+ s +steps \[3, 3\]", out)
+    assert "same steps: True" in out
