@@ -24,7 +24,7 @@ from pytest_benchmarks.core.processors import Batch, EnvProcessors, camera_renam
 from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
 from pytest_benchmarks.envs import libero_tasks, mujoco_render
 from pytest_benchmarks.envs.libero_expert import CANNOT, PickPlaceExpert, goal_of, unsupported
-from pytest_benchmarks.envs.libero_reset import CompiledScene
+from pytest_benchmarks.envs.libero_reset import CompiledScene, compiled_from_construction
 from pytest_benchmarks.envs.libero_setup import libero_dir
 
 CAMERAS = ("agentview_image", "robot0_eye_in_hand_image")
@@ -57,24 +57,24 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         bddl = os.path.join(get_libero_path("bddl_files"), task.problem_folder, task.bddl_file)
         pixels = config.obs in ("pixels", "lerobot")
         height, width = config.image_size
-        self._env = ControlEnv(
-            bddl_file_name=bddl,
-            has_renderer=False,
-            has_offscreen_renderer=pixels,
-            use_camera_obs=pixels,
-            camera_names=[c.removesuffix("_image") for c in CAMERAS],
-            camera_heights=height,
-            camera_widths=width,
-        )
-        self._keys = list(STATE_KEYS) + (list(CAMERAS) if pixels else [])
-        # Hard resets reuse the scene compiled for the first one (libero_reset).
-        self.scene = CompiledScene.install(self._env.env)
-        self._render = config.render if pixels else None
-        if pixels:  # robosuite rebuilds the model from its XML on every (hard) reset
-            size, mode = config.image_size, config.render
-            self._env.env.set_xml_processor(
-                lambda xml: mujoco_render.configure_xml(xml, size, mode)
+        size, mode = config.image_size, config.render
+        processor = (lambda xml: mujoco_render.configure_xml(xml, size, mode)) if pixels else None
+        # robosuite rebuilds the model from its MJCF on every (hard) reset: the processor sizes
+        # the offscreen buffer and sets the render mode each time, and every reset reuses the
+        # scene compiled when the env was made (libero_reset).
+        with compiled_from_construction(processor):
+            self._env = ControlEnv(
+                bddl_file_name=bddl,
+                has_renderer=False,
+                has_offscreen_renderer=pixels,
+                use_camera_obs=pixels,
+                camera_names=[c.removesuffix("_image") for c in CAMERAS],
+                camera_heights=height,
+                camera_widths=width,
             )
+        self.scene: CompiledScene = self._env.env.compiled_scene
+        self._keys = list(STATE_KEYS) + (list(CAMERAS) if pixels else [])
+        self._render = config.render if pixels else None
         self._last: dict[str, np.ndarray] = {}
         self._expert: PickPlaceExpert | None = None
         if config.privileged:

@@ -2,8 +2,9 @@
 
 robosuite's hard reset rebuilds the scene's MJCF (30 ms) and compiles it into a new MjModel
 (1.3-2.2 s: LIBERO's scenes hold 190 MB of textures and 730,000 mesh vertices), then makes a new
-MjSim on it. The MJCF of a task is the same on every reset (whatever the seed), so the model
-compiled for the first reset is kept and handed to every later reset whose MJCF is the same,
+MjSim on it; its constructor does the same once before. The MJCF of a task is the same on every
+reset (whatever the seed), so the model compiled when the env is made is kept and handed to
+every reset whose MJCF is the same,
 with each of its arrays the runtime may change (positions, orientations, colours, limits:
 every array up to ``SMALL_BYTES``) put back as the compiler left them; the large arrays (meshes,
 textures, bounding volumes) are read-only at run time. Everything else of the hard reset runs as
@@ -13,6 +14,8 @@ A test compares whole episodes' full states and every model array with the hard 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -33,8 +36,10 @@ class CompiledScene:
 
     @classmethod
     def install(cls, env: Any) -> CompiledScene:
+        """This env's scene from now on (kept on the env as ``compiled_scene``)."""
         scene = cls(env)
         env._initialize_sim = scene.initialize_sim
+        env.compiled_scene = scene
         return scene
 
     def initialize_sim(self, xml_string: str | None = None) -> None:
@@ -73,3 +78,26 @@ def model_arrays(model: Any) -> dict[str, np.ndarray]:
         if isinstance(value, np.ndarray):
             arrays[name] = value
     return arrays
+
+
+@contextmanager
+def compiled_from_construction(processor: Callable[[str], str] | None) -> Iterator[None]:
+    """While robosuite envs are constructed in this block, their first compile (robosuite's
+    constructor compiles before the first reset compiles again) already goes through a
+    ``CompiledScene``, with ``processor`` as their XML processor; the first reset then finds
+    the model compiled. Only the constructor's call is redirected; the class is restored after.
+    """
+    from robosuite.environments.base import MujocoEnv
+
+    original = MujocoEnv._initialize_sim
+
+    def initialize_sim(env: Any, xml_string: str | None = None) -> None:
+        if env._xml_processor is None:
+            env._xml_processor = processor
+        CompiledScene.install(env).initialize_sim(xml_string)
+
+    MujocoEnv._initialize_sim = initialize_sim  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        MujocoEnv._initialize_sim = original  # type: ignore[method-assign]
