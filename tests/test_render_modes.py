@@ -4,6 +4,7 @@ of one mode are never judged against snapshots or runs of the other."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,10 @@ import pytest
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.engine import rendering
+from pytest_benchmarks.envs.mujoco_render import configure_xml
+from pytest_benchmarks.plugin.gate import SnapshotFormatError, check_render, read
+
+ROOT = Path(__file__).resolve().parents[1]
 
 rendering.choose_backend()
 
@@ -152,3 +157,25 @@ def test_the_gate_refuses_a_snapshot_of_the_other_render_mode(pytester: pytest.P
     )
     assert replaced.ret == 0
     assert json.loads(path.read_text())["settings"]["render"] == "fast"
+
+
+def test_a_pixel_snapshot_from_before_the_render_mode_counts_as_faithful():
+    stored = ROOT / "benchmarks/__benchmark_snapshots__/test_metaworld/test_no_regression"
+    doc = json.loads((stored / "metaworld/push-v3.json").read_text())
+    assert "render" not in doc["settings"]  # a state snapshot records no render mode
+    assert "render" not in read(json.dumps(doc)).settings
+    doc["settings"].update(obs="pixels", image_size=[128, 128])
+    legacy = read(json.dumps(doc)).settings
+    assert legacy["render"] == "faithful"
+    check_render(legacy, {**legacy, "render": "faithful"})
+    with pytest.raises(SnapshotFormatError, match="rendered faithful, this run fast"):
+        check_render(legacy, {**legacy, "render": "fast"})
+
+
+def test_the_xml_gets_the_image_sized_buffer_and_fast_no_multisampling():
+    xml = '<mujoco><visual><global fovy="45"/></visual><worldbody/></mujoco>'
+    fast = configure_xml(xml, (96, 128), "fast")
+    assert fast.count("<global") == 1 and fast.count("<quality") == 1
+    assert '<global fovy="45" offwidth="128" offheight="96" />' in fast
+    assert '<quality offsamples="0" />' in fast
+    assert "offsamples" not in configure_xml("<mujoco/>", (64, 64), "faithful")

@@ -31,7 +31,9 @@ class CompiledScene:
         self._env = env
         self._xml: str | None = None
         self._model: Any = None
+        #: The compiled model's small arrays as compiled, and those arrays themselves (views).
         self._pristine: dict[str, np.ndarray] = {}
+        self._small: dict[str, np.ndarray] = {}
         self.compiled = 0
 
     @classmethod
@@ -54,15 +56,15 @@ class CompiledScene:
         if xml != self._xml:
             self._model = mujoco.MjModel.from_xml_string(xml)
             self._xml = xml
-            self._pristine = {
-                name: value.copy() for name, value in model_arrays(self._model).items()
+            self._small = {
+                name: value for name, value in model_arrays(self._model).items()
                 if value.nbytes <= SMALL_BYTES
             }  # fmt: skip
+            self._pristine = {name: value.copy() for name, value in self._small.items()}
             self.compiled += 1
         else:
-            arrays = model_arrays(self._model)
             for name, value in self._pristine.items():
-                np.copyto(arrays[name], value)
+                np.copyto(self._small[name], value)
         env.sim = MjSim(self._model)
         env.sim.forward()
         env.initialize_time(env.control_freq)

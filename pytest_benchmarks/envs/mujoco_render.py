@@ -2,8 +2,9 @@
 of the image.
 
 MuJoCo renders a camera into an offscreen framebuffer of the model's ``offwidth x offheight``
-(640x480 in both benchmarks' models) whatever the image size; a CPU renderer clears and resolves
-all of it. Sized to the image, the pixels are the same (tested) and the work smaller. ``fast``
+(640x480 in both benchmarks' models) whatever the image size. Sized to the image, the pixels are
+the same (tested); the saving was a quarter of a LIBERO agentview frame without multisampling
+and not measurable with it (benchmarks/perf/render_profile.py, render_speed.py). ``fast``
 turns off what costs a CPU renderer most: the 4x multisampling, the shadow pass and the
 reflection pass. Its images differ from ``faithful``'s; the README gives by how much.
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
-FAITHFUL = "faithful"
 FAST = "fast"
 
 
@@ -43,19 +43,18 @@ def configure_xml(xml: str, size: tuple[int, int], mode: str) -> str:
     """``configure_model`` on an MJCF document, for simulators that rebuild their model from
     XML on every reset (robosuite's hard reset)."""
     root = ET.fromstring(xml)
-    visual = root.find("visual")
-    if visual is None:
-        visual = ET.SubElement(root, "visual")
-    for tag in ("global", "quality"):
-        if visual.find(tag) is None:
-            ET.SubElement(visual, tag)
+    visual = _child(root, "visual")
+    glob, quality = _child(visual, "global"), _child(visual, "quality")
     height, width = size
-    glob = visual.find("global")
-    assert glob is not None
     glob.set("offwidth", str(width))
     glob.set("offheight", str(height))
     if mode == FAST:
-        quality = visual.find("quality")
-        assert quality is not None
         quality.set("offsamples", "0")
     return ET.tostring(root, encoding="unicode")
+
+
+def _child(parent: ET.Element, tag: str) -> ET.Element:
+    """The element's child of that tag, made when absent (``find or`` would not do: an element
+    without children is false)."""
+    found = parent.find(tag)
+    return ET.SubElement(parent, tag) if found is None else found

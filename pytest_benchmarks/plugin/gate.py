@@ -172,7 +172,11 @@ def read(text: str) -> Snapshot:
     for key, actual in counts.items():
         if key in doc and doc[key] != actual:
             raise SnapshotFormatError(f"{key} is {doc[key]}, but its episodes give {actual}")
-    return Snapshot(doc["id"], episodes, doc.get("policy") or {}, doc.get("settings") or {})
+    settings = doc.get("settings") or {}
+    if settings.get("obs", "state") != "state" and "render" not in settings:
+        # Pixel snapshots stored before the render mode was recorded were rendered faithfully.
+        settings = {**settings, "render": "faithful"}
+    return Snapshot(doc["id"], episodes, doc.get("policy") or {}, settings)
 
 
 def setting_changes(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:
@@ -184,18 +188,11 @@ def setting_changes(stored: dict[str, Any], current: dict[str, Any]) -> list[str
     ]
 
 
-def render_mode(settings: dict[str, Any]) -> str | None:
-    """The render mode a snapshot's or run's images came from; None where nothing was rendered.
-    Pixel snapshots stored before the mode was recorded were rendered faithfully."""
-    if settings.get("obs") in (None, "state"):
-        return None
-    return str(settings.get("render") or "faithful")
-
-
 def check_render(stored: dict[str, Any], current: dict[str, Any]) -> None:
-    """Refuse, in one line, to judge images of one render mode against another's outcomes."""
-    old, new = render_mode(stored), render_mode(current)
-    if old is not None and new is not None and old != new:
+    """Refuse, in one line, to judge images of one render mode against another's outcomes
+    (settings record the mode only where images were rendered)."""
+    old, new = stored.get("render"), current.get("render")
+    if old and new and old != new:
         raise SnapshotFormatError(
             f"the snapshot was rendered {old}, this run {new}: runs of different render modes "
             f"are not compared; run with --benchmark-render={old}, or store a {new} snapshot "
