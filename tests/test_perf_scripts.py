@@ -42,7 +42,7 @@ def test_render_profile_breaks_a_step_down():
 
 
 def test_libero_reset_compares_both_resets_on_the_same_episodes():
-    out = run("libero_reset.py", "--episodes", "2", "--max-steps", "3")
+    out = run("libero_reset.py", "--episodes", "2", "--max-steps", "3", "--obs", "pixels")
     assert re.search(r"hard reset +reset +[\d.]+ s +episode +[\d.]+ s +steps \[3, 3\]", out), out
     assert re.search(r"scene reused +reset +[\d.]+ s +episode +[\d.]+ s +steps \[3, 3\]", out)
     assert "same steps: True" in out

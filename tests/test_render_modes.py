@@ -30,16 +30,20 @@ def actions(dim: int) -> list[np.ndarray]:
     return [rng.uniform(-1, 1, dim).astype(np.float32) for _ in range(STEPS)]
 
 
-def harness_frames(benchmark: str, task: str, render: str) -> dict[str, np.ndarray]:
-    """Per camera key, the frames of a reset and ``STEPS`` seeded steps through our env."""
+def harness_frames(
+    benchmark: str, task: str, render: str, episodes: int = 1
+) -> dict[str, np.ndarray]:
+    """Per camera key, the frames of a reset and ``STEPS`` seeded steps through our env, for
+    each episode (initial state k for episode k)."""
     bench = catalog.get(benchmark)
     ref = bench.select([task])[0]
     env = bench.make_env(EnvConfig(ref, 500, 1000, obs="pixels", image_size=SIZE, render=render))
+    frames = []
     try:
-        obs, _ = env.reset(seed=0, options={"init_state": 0})
-        frames = [obs]
-        for action in actions(env.action_space.shape[0]):
-            frames.append(env.step(action)[0])
+        for episode in range(episodes):
+            frames.append(env.reset(seed=0, options={"init_state": episode})[0])
+            for action in actions(env.action_space.shape[0]):
+                frames.append(env.step(action)[0])
     finally:
         env.close()
     keys = [key for key in frames[0] if key.endswith("_image")]
@@ -65,8 +69,9 @@ def metaworld_own_frames(task: str) -> dict[str, np.ndarray]:
     return {"corner2_image": np.stack(frames)}
 
 
-def libero_own_frames(task_id: int) -> dict[str, np.ndarray]:
-    """The same episode through LIBERO's own ControlEnv (its default offscreen buffer)."""
+def libero_own_frames(task_id: int, episodes: int) -> dict[str, np.ndarray]:
+    """The same episodes through LIBERO's own ControlEnv (its default offscreen buffer, its
+    hard reset: a new model and render context each time)."""
     import os
 
     from pytest_benchmarks.envs.libero import CAMERAS, NOOP
@@ -86,35 +91,39 @@ def libero_own_frames(task_id: int) -> dict[str, np.ndarray]:
         camera_names=[c.removesuffix("_image") for c in CAMERAS],
         camera_heights=SIZE[0], camera_widths=SIZE[1],
     )  # fmt: skip
-    env.seed(0)
-    env.reset()
-    raw = env.set_init_state(suite.get_task_init_states(task_id)[0])
-    for _ in range(10):
-        raw, *_ = env.step(NOOP)
-    frames = [raw]
-    for action in actions(7):
-        frames.append(env.step(action)[0])
+    frames = []
+    for episode in range(episodes):
+        env.seed(0)
+        env.reset()
+        raw = env.set_init_state(suite.get_task_init_states(task_id)[episode])
+        for _ in range(10):
+            raw, *_ = env.step(NOOP)
+        frames.append(raw)
+        for action in actions(7):
+            frames.append(env.step(action)[0])
     env.close()
     return {key: np.stack([f[key] for f in frames]) for key in CAMERAS}
 
 
 @pytest.mark.parametrize(
-    ("name", "task", "own"),
+    ("name", "task", "episodes", "own"),
     [
-        ("metaworld", "push-v3", lambda: metaworld_own_frames("push-v3")),
-        ("libero", "libero_spatial/0", lambda: libero_own_frames(0)),
+        ("metaworld", "push-v3", 1, lambda: metaworld_own_frames("push-v3")),
+        # Two episodes: the second reset's frames come from the render context kept from the
+        # first (libero_reset), LIBERO's own from a new one.
+        ("libero", "libero_spatial/0", 2, lambda: libero_own_frames(0, 2)),
     ],
 )
 def test_faithful_frames_are_the_simulators_own_and_fast_ones_differ_a_little(
-    name: str, task: str, own: Any
+    name: str, task: str, episodes: int, own: Any
 ):
     """The sized offscreen buffer changes no pixel; fast changes some, by a few levels."""
     expected = own()
-    faithful = harness_frames(name, task, "faithful")
-    fast = harness_frames(name, task, "fast")
+    faithful = harness_frames(name, task, "faithful", episodes)
+    fast = harness_frames(name, task, "fast", episodes)
     assert faithful.keys() == expected.keys() == fast.keys()
     for key, frames in expected.items():
-        assert faithful[key].shape == (STEPS + 1, *SIZE, 3)
+        assert faithful[key].shape == (episodes * (STEPS + 1), *SIZE, 3)
         assert np.array_equal(faithful[key], frames), key
         difference = np.abs(fast[key].astype(np.int16) - faithful[key]).mean()
         # Shadows and reflections gone: visible, but the same scene (measured 2-11 levels).

@@ -144,6 +144,7 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
 
     def close(self) -> None:
         self._env.close()
+        self.scene.release()
 
 
 def blank_sensor(sensor: Any, shape: tuple[int, ...]) -> Any:

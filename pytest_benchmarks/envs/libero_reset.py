@@ -9,7 +9,10 @@ with each of its arrays the runtime may change (positions, orientations, colours
 every array up to ``SMALL_BYTES``) put back as the compiler left them; the large arrays (meshes,
 textures, bounding volumes) are read-only at run time. Everything else of the hard reset runs as
 robosuite wrote it: a new MjSim and MjData, the robot's and objects' resets, the observables.
-A test compares whole episodes' full states and every model array with the hard reset's.
+A rendered env's render context (an OSMesa context and an MjrContext holding the model's
+textures and meshes, 1.5-1.9 s to make) is tied to the model, not to the sim, so it moves to the
+new sim with the model. Tests compare whole episodes' full states and every model array with the
+hard reset's, and rendered frames with LIBERO's own env's over several resets.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ class CompiledScene:
         #: The compiled model's small arrays as compiled, and those arrays themselves (views).
         self._pristine: dict[str, np.ndarray] = {}
         self._small: dict[str, np.ndarray] = {}
+        #: The last sim's render context, between a reset's ``destroy_sim`` and ``initialize_sim``.
+        self._context: Any = None
         self.compiled = 0
 
     @classmethod
@@ -41,8 +46,22 @@ class CompiledScene:
         """This env's scene from now on (kept on the env as ``compiled_scene``)."""
         scene = cls(env)
         env._initialize_sim = scene.initialize_sim
+        env._destroy_sim = scene.destroy_sim
         env.compiled_scene = scene
         return scene
+
+    def destroy_sim(self) -> None:
+        """robosuite's ``_destroy_sim``, keeping the sim's render context for the next sim."""
+        sim = self._env.sim
+        if sim is not None:
+            self._context = sim._render_context_offscreen
+            sim._render_context_offscreen = None
+            sim.free()
+            self._env.sim = None
+
+    def release(self) -> None:
+        """Free a render context kept by ``destroy_sim`` (the env was closed)."""
+        self._context = None
 
     def initialize_sim(self, xml_string: str | None = None) -> None:
         """robosuite's ``_initialize_sim`` with the compiled model reused for the same MJCF."""
@@ -53,7 +72,9 @@ class CompiledScene:
         xml = xml_string if xml_string else env.model.get_xml()
         if env._xml_processor is not None:
             xml = env._xml_processor(xml)
+        context, self._context = self._context, None
         if xml != self._xml:
+            context = None  # made for another model: freed
             self._model = mujoco.MjModel.from_xml_string(xml)
             self._xml = xml
             self._small = {
@@ -67,6 +88,10 @@ class CompiledScene:
                 np.copyto(self._small[name], value)
         env.sim = MjSim(self._model)
         env.sim.forward()
+        if context is not None:
+            # robosuite's reset makes a context only for a sim without one.
+            context.sim, context.model, context.data = env.sim, env.sim.model, env.sim.data
+            env.sim.add_render_context(context)
         env.initialize_time(env.control_freq)
 
 
