@@ -3,7 +3,8 @@
 Meta-World's own ``gym.make("Meta-World/MT1", ...)`` draws each reset's goal from an RNG seeded at
 make time, so a goal would depend on the order of earlier resets. Here each episode names its goal
 explicitly: ``metaworld.MT1(task, seed=base_seed)`` holds 50 goal variations and episode i uses
-variation ``i mod 50``, recorded as its ``init_state``.
+variation ``i mod 50``, recorded as its ``init_state`` (drawn as MT1 draws them, only as far as
+the episodes reach: ``metaworld_goals``).
 
 ``--benchmark-obs=lerobot`` gives the observations of LeRobot's own Meta-World wrapper
 (``lerobot.envs.metaworld``): the corner2 camera moved to LeRobot's position and turned by 180
@@ -27,9 +28,9 @@ from pytest_benchmarks.core.features import Feature
 from pytest_benchmarks.core.processors import Batch, EnvProcessors, camera_renames
 from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
 from pytest_benchmarks.envs import mujoco_render
+from pytest_benchmarks.envs.metaworld_goals import N_GOALS, MT1Goals
 from pytest_benchmarks.envs.metaworld_tasks import DESCRIPTIONS, GROUPS
 
-N_GOALS = 50
 MAX_STEPS = 500
 OBS_DIM = 39
 ACTION_DIM = 4
@@ -48,7 +49,7 @@ class MetaWorldTaskEnv(gym.Env[np.ndarray, np.ndarray]):
         import metaworld
 
         name = config.task.task
-        self._goals = metaworld.MT1(name, seed=config.seed).train_tasks
+        self._goals = MT1Goals(name, config.seed)  # MT1's goals, drawn as episodes ask
         self._pixels = config.obs in ("pixels", "lerobot")
         height, width = config.image_size
         render = {"render_mode": "rgb_array", "camera_name": CAMERA, "width": width,
@@ -94,6 +95,7 @@ class MetaWorldTaskEnv(gym.Env[np.ndarray, np.ndarray]):
         return self._observe(obs), float(reward), bool(terminated), bool(truncated), success
 
     def close(self) -> None:
+        self._goals.close()
         self._env.close()
 
 
