@@ -96,6 +96,48 @@ def test_feature_mismatch_fails_the_task():
     assert recorded[0].error.startswith("FeatureMismatch: feature 'observation.state'")
 
 
+@pytest.mark.parametrize(
+    ("fault", "error", "finished"),
+    [
+        # NaN in the fourth observation of the first episode: caught on that step.
+        ("nan", "FeatureMismatch: feature 'observation.state' holds NaN or inf", 0),
+        # The state loses a column from the fourth observation on: shapes are checked as each
+        # episode starts, so the first episode ends and the second's first step fails.
+        ("shape", "FeatureMismatch: feature 'observation.state' is float32[1, 1], declared "
+                  "float32[1, 2]", 1),
+    ],
+)  # fmt: skip
+def test_values_are_checked_every_step_and_shapes_as_each_episode_starts(
+    fault: str, error: str, finished: int
+):
+    import toybench  # noqa: F401  (registers the toy benchmark)
+
+    benchmark = catalog.get("toy")
+    task = benchmark.select(["walk"])[0]
+    processors = benchmark.processors(EnvConfig(task, 10, 0))
+    calls = [0]
+
+    def broken(batch: dict) -> dict:
+        calls[0] += 1
+        state = batch["observation.state"]
+        if calls[0] >= 4 and fault == "shape":
+            state = state[:, :1]
+        if calls[0] == 4 and fault == "nan":
+            state = np.where(True, np.float32("nan"), state)
+        return {**batch, "observation.state": state}
+
+    processors.steps.append(broken)
+    env = LazyVectorEnv(EnvConfig(task, 10, 0), 1, True)
+    recorded: list[TaskResult] = []
+    with pytest.raises(ValueError):
+        evaluate_task(
+            env, benchmark.scripted_policy(task, 1), processors, 0, range(2), recorded.append
+        )
+    env.close()
+    assert recorded[0].error == error
+    assert [e.steps for e in recorded[0].episodes] == [5] * finished  # success at step 5
+
+
 def test_metaworld_pixels_render_corner2_upright_beside_the_state():
     benchmark = catalog.get("metaworld")
     task = benchmark.select(["reach-v3"])[0]

@@ -42,8 +42,13 @@ class EnvProcessors:
         batch["task"] = [self.description] * n
         return batch
 
-    def check(self, batch: Mapping[str, Any], num_envs: int) -> None:
-        """Raise FeatureMismatch naming the first feature whose shape, dtype or values are off."""
+    def check(self, batch: Mapping[str, Any], num_envs: int, layout: bool = True) -> None:
+        """Raise FeatureMismatch naming the first feature whose shape, dtype or values are off.
+
+        ``layout=False`` checks the values only (no NaN or inf in float features): the episode
+        loop checks shapes and dtypes on each episode's first step, as the env's buffers and
+        the transforms on them stay the same within an episode.
+        """
         if self._expected is None or self._expected[0] != num_envs:
             self._expected = (
                 num_envs,
@@ -55,7 +60,7 @@ class EnvProcessors:
                 raise FeatureMismatch(
                     f"observation lacks feature {name!r}; produced {sorted(batch)}"
                 )
-            if getattr(value, "shape", None) != shape or value.dtype != dtype:
+            if layout and (getattr(value, "shape", None) != shape or value.dtype != dtype):
                 got = f"{getattr(value, 'dtype', type(value).__name__)}{list(np.shape(value))}"
                 raise FeatureMismatch(f"feature {name!r} is {got}, declared {dtype}{list(shape)}")
             if dtype.kind == "f" and not math.isfinite(value.sum()):

@@ -1,9 +1,10 @@
 """The batched episode loop: planned episodes flow through the slots of one vector env.
 
 A slot whose episode ends takes the next planned episode at once, so nothing waits for the
-slowest episode of a wave. Each step checks the processed observations against the declared
-features and the policy's actions against the action space, so a broken pipeline fails loudly
-instead of producing a quiet 0%.
+slowest episode of a wave. The processed observations are checked against the declared features
+(shapes and dtypes when an episode starts, NaN and inf on every step) and the policy's actions
+against the action space on every step, so a broken pipeline fails loudly instead of producing
+a quiet 0%.
 """
 
 from __future__ import annotations
@@ -110,6 +111,7 @@ def run_episodes(
             policy.reset(begun, [specs[slot][0] for slot in begun])  # type: ignore[index]
             if recorder is not None:
                 recorder.begin(begun)
+        fresh[0] = True
         now = time.perf_counter()
         for slot in begun:
             sum_reward[slot], max_reward[slot], steps[slot], succeeded[slot] = 0, -np.inf, 0, False
@@ -117,10 +119,12 @@ def run_episodes(
         return obs
 
     active = np.zeros(n, dtype=np.bool_)
+    fresh = [True]  # an episode started: check the observations' shapes and dtypes too
     obs = start(range(n))
     while active.any():
         batch = processors(obs)
-        processors.check(batch, n)
+        processors.check(batch, n, layout=fresh[0])
+        fresh[0] = False
         actions = policy.act(batch)
         problem = check_actions(actions)
         if problem:
