@@ -46,3 +46,16 @@ def test_libero_reset_compares_both_resets_on_the_same_episodes():
     assert re.search(r"hard reset +reset +[\d.]+ s +episode +[\d.]+ s +steps \[3, 3\]", out), out
     assert re.search(r"scene reused +reset +[\d.]+ s +episode +[\d.]+ s +steps \[3, 3\]", out)
     assert "same steps: True" in out
+
+
+def test_throughput_runs_the_plain_loop_and_pytest_sessions_on_the_same_episodes():
+    out = run("throughput.py", "--task", "reach-v3,push-v3", "--episodes", "1", "--rounds", "1",
+              "--pixels", "16", "--renders", "fast")  # fmt: skip
+    rows = re.findall(
+        r"^  (plain loop|plain x2 procs|harness -n [02] fast) +(\d+) steps", out, re.M
+    )
+    assert [label for label, _ in rows] == [
+        "plain loop", "plain x2 procs", "harness -n 0 fast", "harness -n 2 fast"
+    ], out  # fmt: skip
+    assert len({steps for _, steps in rows}) == 1, out  # every configuration, the same episodes
+    assert re.search(r"ratio harness -n 2 fast / harness -n 0 fast: [\d.]+", out), out

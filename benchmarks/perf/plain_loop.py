@@ -2,7 +2,8 @@
 
 Runs the same episodes the harness plans (episode i of a task uses goal variation i mod 50 of
 ``metaworld.MT1(task, seed=SEED)``, stops at success or the step limit) with no vector env, no
-processors and no checks, and prints the total number of env steps.
+processors and no checks, and prints the total number of env steps. ``--pixels N`` renders the
+corner2 camera at NxN after every reset and step, as the simulator renders it by default.
 """
 
 from __future__ import annotations
@@ -22,19 +23,26 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=10)
     parser.add_argument("--seed", type=int, default=1000)
     parser.add_argument("--max-steps", type=int, default=500)
+    parser.add_argument("--pixels", type=int, default=0, help="render corner2 at NxN")
     args = parser.parse_args()
+    render = {"render_mode": "rgb_array", "camera_name": "corner2", "width": args.pixels,
+              "height": args.pixels} if args.pixels else {}  # fmt: skip
     total = 0
     for task in catalog.get("metaworld").select(args.task.split(",")):
         goals = metaworld.MT1(task.task, seed=args.seed).train_tasks
-        env = metaworld.env_dict.ALL_V3_ENVIRONMENTS[task.task]()
+        env = metaworld.env_dict.ALL_V3_ENVIRONMENTS[task.task](**render)
         env.max_path_length = args.max_steps
         expert = ENV_POLICY_MAP[task.task]()
         for episode in range(args.episodes):
             env.set_task(goals[episode % len(goals)])
             obs, _ = env.reset()
+            if render:
+                env.render()
             for _ in range(args.max_steps):
                 action = np.clip(expert.get_action(obs), -1.0, 1.0)
                 obs, _, _, truncated, info = env.step(action)
+                if render:
+                    env.render()
                 total += 1
                 if info["success"] or truncated:
                     break
