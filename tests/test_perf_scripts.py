@@ -15,7 +15,8 @@ PERF = Path(__file__).resolve().parents[1] / "benchmarks" / "perf"
 
 
 def run(script: str, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if k not in XDIST_VARIABLES}
+    # Without MUJOCO_GL: each script picks the GL backend itself, as on a user's shell.
+    env = {k: v for k, v in os.environ.items() if k not in {*XDIST_VARIABLES, "MUJOCO_GL"}}
     done = subprocess.run([sys.executable, str(PERF / script), *args], capture_output=True,
                           text=True, timeout=600, env=env, check=False)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr

@@ -15,6 +15,7 @@ import numpy as np
 from metaworld.policies import ENV_POLICY_MAP
 
 from pytest_benchmarks.core import catalog
+from pytest_benchmarks.engine import rendering
 
 
 def main() -> None:
@@ -25,6 +26,8 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=500)
     parser.add_argument("--pixels", type=int, default=0, help="render corner2 at NxN")
     args = parser.parse_args()
+    if args.pixels:  # MUJOCO_GL as the harness picks it (osmesa without a GPU)
+        rendering.choose_backend()
     render = {"render_mode": "rgb_array", "camera_name": "corner2", "width": args.pixels,
               "height": args.pixels} if args.pixels else {}  # fmt: skip
     total = 0
