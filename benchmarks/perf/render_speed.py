@@ -4,10 +4,11 @@ difference of fast against faithful per camera; whether faithful frames equal th
 
 Every variant steps the same seeded actions from the same initial state in processes of its
 own (each makes its own GL context); the variants take turns round by round. Medians of
-``--rounds`` rounds of ``--steps`` steps. A variant ``NAME/1t`` renders with one llvmpipe thread.
+``--rounds`` rounds of ``--steps`` steps. A variant ``NAME/1t`` renders with one llvmpipe thread;
+``NAME@CAMERA`` is the harness's env for a policy that reads only that camera (the others black).
 
     python benchmarks/perf/render_speed.py [--steps 20] [--rounds 3] [--procs 1,2]
-        [--case metaworld:push-v3:128 ...] [--variants own,faithful,fast,fast/1t]
+        [--case metaworld:push-v3:128 ...] [--variants own,faithful,fast,fast/1t,faithful@agentview]
 """
 
 from __future__ import annotations
@@ -86,13 +87,21 @@ def own_env(benchmark: str, task: str, size: int) -> tuple[Any, Any]:
     return libero_step, env.close
 
 
-def harness_env(benchmark: str, task: str, size: int, render: str) -> tuple[Any, Any]:
+def harness_env(
+    benchmark: str, task: str, size: int, render: str, read: str = ""
+) -> tuple[Any, Any]:
+    from dataclasses import replace
+
     from pytest_benchmarks.core import catalog
+    from pytest_benchmarks.core.features import IMAGE_PREFIX
     from pytest_benchmarks.core.tasks import EnvConfig
 
     bench = catalog.get(benchmark)
     ref = bench.select([task])[0]
     config = EnvConfig(ref, 10_000, SEED, obs="pixels", image_size=(size, size), render=render)
+    if read:  # as for a policy whose only image input is this camera's
+        unread = bench.unread_cameras(config, {f"{IMAGE_PREFIX}{read}_image"})
+        config = replace(config, blank_cameras=unread)
     env = bench.make_env(config)
     env.reset(seed=0, options={"init_state": 0})
 
@@ -113,10 +122,11 @@ def worker(case: str, variant: str, steps: int, commands: Any, out: Any) -> None
 
     rendering.choose_backend()
     benchmark, task, size = case.rsplit(":", 2)
+    render, _, read = name.partition("@")
     if name == "own":
         step, close = own_env(benchmark, task, int(size))
     else:
-        step, close = harness_env(benchmark, task, int(size), name)
+        step, close = harness_env(benchmark, task, int(size), render, read)
     dim = 4 if benchmark == "metaworld" else 7
     frames = None
     out.put("ready")
@@ -176,7 +186,8 @@ def main() -> None:
     parser.add_argument(
         "--variants",
         default=",".join(VARIANTS),
-        help="own (the simulator's own env), faithful, fast; NAME/1t: one renderer thread",
+        help="own (the simulator's own env), faithful, fast; NAME/1t: one renderer thread; "
+        "NAME@CAMERA: only that camera read, the others black",
     )
     args = parser.parse_args()
     counts = [int(p) for p in args.procs.split(",")]
@@ -200,6 +211,13 @@ def main() -> None:
                 mad = np.abs(fast - frames["faithful"][camera]).mean()
                 print(f"  {camera:28} faithful = simulator's own: {same}; "
                       f"fast vs faithful: mean absolute difference {mad:.2f} of 255")  # fmt: skip
+        for v in variants:
+            base, _, read = v.partition("/")[0].partition("@")
+            if read and base in frames:
+                camera = f"{read}_image"
+                same = np.array_equal(frames[v][camera], frames[base][camera])
+                black = [c for c in frames[v] if c != camera and not frames[v][c].any()]
+                print(f"  {v}: {camera} = {base}'s: {same}; black: {', '.join(black) or '-'}")
         if "own" in variants:
             for n in counts:
                 ratios = ", ".join(

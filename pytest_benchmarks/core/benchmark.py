@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pytest_benchmarks.core.tasks import EnvConfig, SelectionError, TaskRef, did_you_mean
@@ -126,6 +126,11 @@ class Benchmark(ABC):
     @abstractmethod
     def scripted_policy(self, task: TaskRef, num_envs: int) -> Policy:
         """The benchmark's scripted expert for one task."""
+
+    def unread_cameras(self, config: EnvConfig, reads: Collection[str]) -> tuple[str, ...]:
+        """Env camera keys whose images feed none of the features in ``reads`` (a policy's
+        inputs) nor the episode videos: the env may render them black. None by default."""
+        return ()
 
     def scripted_missing(self, task: TaskRef) -> str | None:
         """Why the scripted expert cannot run this task (its tests are skipped), or None."""

@@ -69,6 +69,8 @@ class EnvConfig:
     #: Episode videos: none, failures or all; written under video_dir.
     video: str = "none"
     video_dir: str | None = None
+    #: Env camera keys no input of the policy reads: the env renders them black, not the scene.
+    blank_cameras: tuple[str, ...] = ()
 
     # What a policy factory (``module:pkg.mod:factory``) needs to know about the env, from the
     # benchmark's declarations: no simulator is built.

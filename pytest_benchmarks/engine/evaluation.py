@@ -46,7 +46,9 @@ def evaluate_task(
     that finished and the error in one line, the vector env's workers are killed, and the error
     propagates (as WorkerDied when a worker process died). ``progress`` sees the result after
     every episode; ``recorder`` writes each finished episode's frames. The vector env is closed
-    at the end, which also waits for the episodes' videos.
+    at the end, which also waits for the episodes' videos. A policy that declares its
+    ``input_features`` gets black images from cameras none of them reads (nothing rendered),
+    unless the episodes are recorded.
     """
     task = vector_env.config.task
     plan = plan_episodes(catalog.get(task.env), task, seed, episodes)
@@ -62,6 +64,8 @@ def evaluate_task(
         with time_limit(timeout, task.id):
             acting = policy if isinstance(policy, Policy) else policy()
             result.policy = checked_identity(acting)
+            if recorder is None:  # a dataset keeps every camera
+                vector_env.skip_unread_cameras(getattr(acting, "input_features", None) or ())
             started = time.perf_counter()  # eval_s times the episodes, not the policy's load
             run_episodes(vector_env.get(), acting, processors, plan, on_episode, trace, recorder)
     except BaseException as exc:

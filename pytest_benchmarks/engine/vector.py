@@ -14,6 +14,8 @@ import math
 import os
 import signal
 import time
+from collections.abc import Collection
+from dataclasses import replace
 from functools import partial
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -166,6 +168,15 @@ class LazyVectorEnv:
         self.num_envs = num_envs
         self.sync = sync or num_envs == 1
         self._env: VectorEnv | None = None
+
+    def skip_unread_cameras(self, reads: Collection[str]) -> None:
+        """Before the env starts: cameras none of the features in ``reads`` come from are
+        rendered black (the benchmark's ``unread_cameras``); the others render as before."""
+        if self._env is None and reads:
+            benchmark = catalog.get(self.config.task.env)
+            unread = benchmark.unread_cameras(self.config, reads)
+            if unread:
+                self.config = replace(self.config, blank_cameras=unread)
 
     def get(self) -> VectorEnv:
         """The gymnasium vector env, started now if it was not yet."""

@@ -11,6 +11,7 @@ with the same 8-D state); the 10 settle steps with the same no-op action as LeRo
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ import numpy as np
 
 from pytest_benchmarks.core.benchmark import Benchmark
 from pytest_benchmarks.core.catalog import register
-from pytest_benchmarks.core.features import Feature
+from pytest_benchmarks.core.features import IMAGE_PREFIX, Feature
 from pytest_benchmarks.core.processors import Batch, EnvProcessors, camera_renames
 from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
 from pytest_benchmarks.envs import libero_tasks, mujoco_render
@@ -28,6 +29,8 @@ from pytest_benchmarks.envs.libero_reset import CompiledScene, compiled_from_con
 from pytest_benchmarks.envs.libero_setup import libero_dir
 
 CAMERAS = ("agentview_image", "robot0_eye_in_hand_image")
+#: The camera episode videos show.
+VIDEO_CAMERA = "agentview_image"
 STATE_KEYS = {"robot0_eef_pos": 3, "robot0_eef_quat": 4, "robot0_gripper_qpos": 2}
 ACTION_DIM = 7
 #: The scripted expert's next action, computed beside the simulator (privileged configs only).
@@ -75,6 +78,7 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self.scene: CompiledScene = self._env.env.compiled_scene
         self._keys = list(STATE_KEYS) + (list(CAMERAS) if pixels else [])
         self._render = config.render if pixels else None
+        self._unread = tuple(config.blank_cameras) if pixels else ()
         self._last: dict[str, np.ndarray] = {}
         self._expert: PickPlaceExpert | None = None
         if config.privileged:
@@ -92,10 +96,10 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             self._last[EXPERT_KEY] = self._expert.act(raw["robot0_eef_pos"])
         return self._last
 
-    def _blank_cameras(self) -> dict[str, Any]:
+    def _blank_cameras(self, cameras: tuple[str, ...] = CAMERAS) -> dict[str, Any]:
         """Swap the camera observables' sensors for black frames; return the real ones."""
         observables = self._env.env._observables
-        real = {camera: observables[camera]._sensor for camera in CAMERAS}
+        real = {camera: observables[camera]._sensor for camera in cameras}
         for camera, sensor in real.items():
             observables[camera]._sensor = blank_sensor(sensor, observables[camera]._data_shape)
         return real
@@ -106,9 +110,9 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
 
     def render(self) -> np.ndarray:
         """The agentview camera, upright (for videos); needs pixel observations."""
-        if "agentview_image" not in self._last:
+        if VIDEO_CAMERA not in self._last:
             raise RuntimeError("LIBERO videos need --benchmark-obs=pixels")
-        return np.ascontiguousarray(self._last["agentview_image"][::-1, ::-1])
+        return np.ascontiguousarray(self._last[VIDEO_CAMERA][::-1, ::-1])
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -121,6 +125,9 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             mujoco_render.configure_scene(
                 self._env.env.sim._render_context_offscreen.scn, self._render
             )
+        # The reset made new camera observables: cameras no policy input reads render nothing
+        # this episode.
+        self._blank_cameras(self._unread)
         # No frame before the last settle step's is seen: their cameras render nothing. robosuite
         # samples a camera at the first substep of each step, so the last step's own frame is
         # rendered as it always is.
@@ -327,6 +334,15 @@ class Libero(Benchmark):
 
     def features(self, config: EnvConfig) -> dict[str, Feature]:
         return processors(config).features
+
+    def unread_cameras(self, config: EnvConfig, reads: Collection[str]) -> tuple[str, ...]:
+        if config.obs not in ("pixels", "lerobot"):
+            return ()
+        return tuple(
+            camera for camera, name in camera_names(config).items()
+            if f"{IMAGE_PREFIX}{name}" not in reads
+            and not (camera == VIDEO_CAMERA and config.video != "none")
+        )  # fmt: skip
 
     def processors(self, config: EnvConfig) -> EnvProcessors:
         return processors(config)

@@ -143,6 +143,11 @@ class LeRobotPolicy:
             [(k, wanted[k]) for k in pad], (action_space.low, action_space.high),
         )  # fmt: skip
 
+    @property
+    def input_features(self) -> dict[str, tuple[int, ...]]:
+        """The features the checkpoint was trained on: what it reads."""
+        return {k: tuple(f.shape) for k, f in self.policy.config.input_features.items()}
+
     def _seeded(self, seed: int) -> tuple[torch.Tensor, torch.Tensor | None]:
         with torch.random.fork_rng(devices=[self.device] if self._cuda else []):
             torch.manual_seed(seed)
