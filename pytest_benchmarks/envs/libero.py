@@ -24,7 +24,7 @@ from pytest_benchmarks.core.features import IMAGE_PREFIX, Feature
 from pytest_benchmarks.core.processors import Batch, EnvProcessors, camera_renames
 from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
 from pytest_benchmarks.envs import libero_tasks, mujoco_render
-from pytest_benchmarks.envs.libero_expert import CANNOT, PickPlaceExpert, goal_of, unsupported
+from pytest_benchmarks.envs.libero_expert import CANNOT, PlanExpert, goal_of, unsupported
 from pytest_benchmarks.envs.libero_reset import CompiledScene, compiled_from_construction
 from pytest_benchmarks.envs.libero_setup import libero_dir
 
@@ -80,13 +80,13 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self._render = config.render if pixels else None
         self._unread = tuple(config.blank_cameras) if pixels else ()
         self._last: dict[str, np.ndarray] = {}
-        self._expert: PickPlaceExpert | None = None
+        self._expert: PlanExpert | None = None
         if config.privileged:
             goal = goal_of(bddl_path(config.task))
             problem = unsupported(goal)
             if problem:
                 raise ValueError(f"{config.task.id}: {problem}")
-            self._expert = PickPlaceExpert(self._env.env, goal[0])
+            self._expert = PlanExpert(self._env.env, goal)
         self._settle = DEFAULT_SETTLE_STEPS if config.settle_steps is None else config.settle_steps
         self.observation_space, self.action_space = spaces(config)
 
