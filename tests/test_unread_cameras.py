@@ -94,5 +94,5 @@ def test_a_lerobot_checkpoint_of_one_camera_leaves_the_other_unrendered(tmp_path
     policy = make_policy(f"lerobot:{folder}", libero, config, 1, "cpu", libero.features(config))
     assert set(policy.input_features) == set(inputs)  # type: ignore[attr-defined]
     env = LazyVectorEnv(config, 1, True)
-    env.skip_unread_cameras(policy.input_features)  # type: ignore[attr-defined]
+    env.skip_unread_cameras(policy)
     assert env.config.blank_cameras == ("robot0_eye_in_hand_image",)

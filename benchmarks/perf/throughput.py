@@ -54,6 +54,10 @@ def harness(
     return {"wall": wall, "steps": steps, "eval_s": document["overall"]["eval_s"]}
 
 
+def harness_name(workers: int, mode: str) -> str:
+    return f"harness -n {workers}" + (f" {mode}" if mode else "")
+
+
 def plain_command(args: argparse.Namespace, tasks: str) -> list[str]:
     return [
         sys.executable, str(HERE / "plain_loop.py"), f"--task={tasks}",
@@ -91,22 +95,19 @@ def main() -> None:
     parser.add_argument("--pixels", type=int, default=0, help="render corner2 at NxN")
     parser.add_argument("--renders", default="faithful,fast", help="harness render modes")
     args = parser.parse_args()
-    # name -> (label, run); the harness once per render mode with pixels, once without.
-    configs: dict[str, tuple[str, Any]] = {
-        "plain": ("plain loop", plain),
-        "plain2": ("plain x2 procs", plain_two),
-    }
-    for render in args.renders.split(",") if args.pixels else [None]:
-        for workers in (0, 2):
-            name = f"n{workers}" + (f" {render}" if render else "")
-            configs[name] = (
-                f"harness -n {workers}" + (f" {render}" if render else ""),
-                lambda a, w=workers, r=render: harness(a, w, Path(tmp) / "m.json", r),
-            )
-    runs: dict[str, list[dict[str, float]]] = {name: [] for name in configs}
+    modes = args.renders.split(",") if args.pixels else [""]  # "": state, nothing rendered
     with tempfile.TemporaryDirectory() as tmp:
+        metrics = Path(tmp) / "m.json"
+        # name -> run; the harness once per render mode with pixels, once without.
+        configs: dict[str, Any] = {"plain loop": plain, "plain x2 procs": plain_two}
+        for mode in modes:
+            for workers in (0, 2):
+                configs[harness_name(workers, mode)] = lambda a, w=workers, r=mode: harness(
+                    a, w, metrics, r or None
+                )
+        runs: dict[str, list[dict[str, float]]] = {name: [] for name in configs}
         for round_ in range(args.rounds):
-            for name, (_, run) in configs.items():
+            for name, run in configs.items():
                 runs[name].append(run(args))
             print(f"round {round_ + 1}/{args.rounds}: " + ", ".join(
                 f"{name} {r[-1]['steps'] / r[-1]['wall']:.1f} steps/s" for name, r in runs.items()
@@ -120,21 +121,20 @@ def main() -> None:
         f"(medians), {os.cpu_count()} CPUs, PYTHONDONTWRITEBYTECODE="
         f"{os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}"
     )
-    for name, (label, _) in configs.items():
+    for name in configs:
         steps = runs[name][0]["steps"]
         wall = statistics.median(r["wall"] for r in runs[name])
+        # eval_s sums the tasks' times, so a steps-per-second within rollouts means one process.
         in_rollout = statistics.median(r["steps"] / r["eval_s"] for r in runs[name])
-        extra = f"  (in rollouts {in_rollout:.1f})" if name.startswith("n") else ""
-        print(f"  {label:<22} {steps:>7} steps  {wall:6.1f} s  {rate[name]:7.1f} steps/s{extra}")
-    for render in args.renders.split(",") if args.pixels else [None]:
-        n0, n2 = (f"n{w}" + (f" {render}" if render else "") for w in (0, 2))
-        mode = f" {render}" if render else ""
-        print(f"  ratio harness -n 0{mode} / plain loop: {rate[n0] / rate['plain']:.2f}"
+        extra = f"  (in rollouts {in_rollout:.1f})" if name.startswith("harness -n 0") else ""
+        print(f"  {name:<22} {steps:>7} steps  {wall:6.1f} s  {rate[name]:7.1f} steps/s{extra}")
+    for mode in modes:
+        n0, n2 = harness_name(0, mode), harness_name(2, mode)
+        print(f"  ratio {n0} / plain loop: {rate[n0] / rate['plain loop']:.2f}"
               + ("" if args.pixels else " (target >= 0.95)"))  # fmt: skip
-        print(f"  ratio harness -n 2{mode} / harness -n 0{mode}: {rate[n2] / rate[n0]:.2f} "
-              "(target >= 1.8)")  # fmt: skip
+        print(f"  ratio {n2} / {n0}: {rate[n2] / rate[n0]:.2f} (target >= 1.8)")
     print(
-        f"  ratio plain x2 procs / plain loop: {rate['plain2'] / rate['plain']:.2f} "
+        f"  ratio plain x2 procs / plain loop: {rate['plain x2 procs'] / rate['plain loop']:.2f} "
         "(what two processes gain on this machine)"
     )
 

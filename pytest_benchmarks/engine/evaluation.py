@@ -65,7 +65,7 @@ def evaluate_task(
             acting = policy if isinstance(policy, Policy) else policy()
             result.policy = checked_identity(acting)
             if recorder is None:  # a dataset keeps every camera
-                vector_env.skip_unread_cameras(getattr(acting, "input_features", None) or ())
+                vector_env.skip_unread_cameras(acting)
             started = time.perf_counter()  # eval_s times the episodes, not the policy's load
             run_episodes(vector_env.get(), acting, processors, plan, on_episode, trace, recorder)
     except BaseException as exc:

@@ -99,6 +99,7 @@ def run_episodes(
 
     def start(slots: Sequence[int]) -> object:
         """Start the next planned episodes in ``slots``; park the slots left without one."""
+        nonlocal fresh
         specs: dict[int, tuple[int, int, int] | None] = {}
         for slot in slots:
             spec = pending.popleft() if pending else None
@@ -111,7 +112,7 @@ def run_episodes(
             policy.reset(begun, [specs[slot][0] for slot in begun])  # type: ignore[index]
             if recorder is not None:
                 recorder.begin(begun)
-        fresh[0] = True
+        fresh = True
         now = time.perf_counter()
         for slot in begun:
             sum_reward[slot], max_reward[slot], steps[slot], succeeded[slot] = 0, -np.inf, 0, False
@@ -119,12 +120,12 @@ def run_episodes(
         return obs
 
     active = np.zeros(n, dtype=np.bool_)
-    fresh = [True]  # an episode started: check the observations' shapes and dtypes too
+    fresh = True  # an episode started: check the observations' shapes and dtypes too
     obs = start(range(n))
     while active.any():
         batch = processors(obs)
-        processors.check(batch, n, layout=fresh[0])
-        fresh[0] = False
+        processors.check(batch, n, layout=fresh)
+        fresh = False
         actions = policy.act(batch)
         problem = check_actions(actions)
         if problem:

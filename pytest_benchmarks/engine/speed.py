@@ -68,7 +68,7 @@ def time_policy(
     n = vector_env.num_envs
     plan = plan_episodes(catalog.get(task.env), task, seed, range(n))
     slots, seeds = list(range(n)), [s.seed for s in plan]
-    vector_env.skip_unread_cameras(getattr(policy, "input_features", None) or ())  # as a run
+    vector_env.skip_unread_cameras(policy)  # as a run
     env = vector_env.get()
     obs, _ = reset_slots(env, {s.index: (s.seed, s.init_state, s.index) for s in plan})
     policy.reset(slots, seeds)

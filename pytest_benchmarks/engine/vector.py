@@ -169,9 +169,11 @@ class LazyVectorEnv:
         self.sync = sync or num_envs == 1
         self._env: VectorEnv | None = None
 
-    def skip_unread_cameras(self, reads: Collection[str]) -> None:
-        """Before the env starts: cameras none of the features in ``reads`` come from are
-        rendered black (the benchmark's ``unread_cameras``); the others render as before."""
+    def skip_unread_cameras(self, policy: object) -> None:
+        """Before the env starts: cameras none of the policy's declared ``input_features``
+        come from are rendered black (the benchmark's ``unread_cameras``); the others render as
+        before. A policy that declares no inputs gets every camera."""
+        reads: Collection[str] = getattr(policy, "input_features", None) or ()
         if self._env is None and reads:
             benchmark = catalog.get(self.config.task.env)
             unread = benchmark.unread_cameras(self.config, reads)
