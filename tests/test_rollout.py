@@ -155,3 +155,37 @@ def test_metaworld_pixels_render_corner2_upright_beside_the_state():
     assert image.std() > 5
     assert (image[0, 0, 0] == obs["corner2_image"][0, -1, -1]).all()
     assert batch["observation.state"].shape == (1, 39)
+
+
+def test_the_lean_in_process_vector_env_steps_as_gymnasiums_sync_vector_env():
+    from functools import partial
+
+    from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+    from pytest_benchmarks.engine.vector import SlotVectorEnv
+    from pytest_benchmarks.envs.metaworld import MetaWorld
+
+    benchmark = catalog.get("metaworld")
+    config = EnvConfig(benchmark.select(["reach-v3"])[0], 4, 0, obs="pixels", image_size=(24, 32))
+    fns = [partial(SlotEnv, MetaWorld, config, slot) for slot in range(2)]
+    envs = [cls(fns, copy=False, autoreset_mode=AutoresetMode.DISABLED)
+            for cls in (SyncVectorEnv, SlotVectorEnv)]  # fmt: skip
+    options = {"slots": [{"init_state": 0}, {"init_state": 3}]}
+    try:
+        for env in envs:
+            env.reset(seed=[1, 2], options=options)
+        actions = np.random.default_rng(0).uniform(-1, 1, (4, 2, 4)).astype(np.float32)
+        for step, action in enumerate(actions):
+            ours, theirs = envs[1].step(action), envs[0].step(action)
+            for mine, other in zip(ours[:4], theirs[:4], strict=True):
+                if isinstance(mine, dict):
+                    assert mine.keys() == other.keys()
+                    for key in mine:
+                        np.testing.assert_array_equal(mine[key], other[key])
+                else:
+                    np.testing.assert_array_equal(mine, other)
+            np.testing.assert_array_equal(ours[4]["success"], theirs[4]["success"])
+            assert ours[3].all() == (step == 3)  # truncated at max_steps
+    finally:
+        for env in envs:
+            env.close()

@@ -204,3 +204,13 @@ def test_action_check_names_what_is_wrong_with_the_actions():
     assert check(np.zeros((2, 4))) == "actions have shape [2, 4], expected [1, 4]"
     assert check(np.full((1, 4), np.nan)) == "actions hold NaN or inf"
     assert check(np.full((1, 4), 2.0)) == "actions leave the action space [-1.0, 1.0]"
+    assert check(np.array([[0.0, -np.inf, 0.0, 0.0]])) == "actions hold NaN or inf"
+    # Bounds that differ per dimension, and unbounded dimensions (where inf is inside).
+    uneven = ActionCheck(gym.spaces.Box(np.array([-1, 0]), np.array([1, 2]), dtype=np.float32), 1)
+    assert uneven(np.array([[-1.0, 2.0]])) is None
+    assert uneven(np.array([[-1.0, 2.5]])) == "actions leave the action space [-1.0, 2.0]"
+    assert uneven(np.array([[np.nan, 1.0]])) == "actions hold NaN or inf"
+    free = ActionCheck(gym.spaces.Box(-np.inf, np.inf, (2,), np.float32), 1)
+    assert free(np.array([[1e30, -1e30]])) is None
+    assert free(np.array([[np.inf, 0.0]])) == "actions hold NaN or inf"
+    assert free(np.array([[np.nan, 0.0]])) == "actions hold NaN or inf"

@@ -39,6 +39,8 @@ class ActionCheck:
     def __init__(self, space: gym.spaces.Box, num_envs: int) -> None:
         self.shape = (num_envs, *space.shape)
         self.low, self.high = space.low, space.high
+        # Within finite bounds an action is finite too, so no separate NaN/inf pass is needed.
+        self.bounded = bool(np.isfinite(space.low).all() and np.isfinite(space.high).all())
         # Uniform bounds (the common case) are checked with one min and one max.
         self.uniform = bool((space.low == space.low.flat[0]).all()) and bool(
             (space.high == space.high.flat[0]).all()
@@ -55,15 +57,18 @@ class ActionCheck:
             return f"actions have dtype {actions.dtype}, expected real numbers (float)"
         if actions.shape != self.shape:
             return f"actions have shape {list(np.shape(actions))}, expected {list(self.shape)}"
-        if not math.isfinite(actions.sum()):
+        if not self.bounded and not math.isfinite(actions.sum()):
             return "actions hold NaN or inf"
         if self.uniform:
+            # NaN fails both comparisons, inf one of them: one pass each for the common case.
             inside = actions.min() >= self.low.flat[0] and actions.max() <= self.high.flat[0]
         else:
-            inside = not ((actions < self.low).any() or (actions > self.high).any())
-        if not inside:
-            return f"actions leave the action space [{self.low.min()}, {self.high.max()}]"
-        return None
+            inside = bool(((actions >= self.low) & (actions <= self.high)).all())
+        if inside:
+            return None
+        if not np.isfinite(actions).all():
+            return "actions hold NaN or inf"
+        return f"actions leave the action space [{self.low.min()}, {self.high.max()}]"
 
 
 class RewardError(ValueError):
@@ -119,10 +124,10 @@ def run_episodes(
             started[slot] = now
         return obs
 
-    active = np.zeros(n, dtype=np.bool_)
+    active = [False] * n  # a list: any() on it is cheaper than on an array, every step
     fresh = True  # an episode started: check the observations' shapes and dtypes too
     obs = start(range(n))
-    while active.any():
+    while any(active):
         batch = processors(obs)
         processors.check(batch, n, layout=fresh)
         fresh = False
@@ -156,7 +161,7 @@ def run_episodes(
                 if spec is not None and active[slot]:
                     trace(spec.index, int(steps[slot]), actions[slot], float(rewards[slot]),
                           bool(info["success"][slot]))  # fmt: skip
-        ended = np.flatnonzero(terminated | truncated)
+        ended = (terminated | truncated).nonzero()[0]
         if not len(ended):
             continue
         now = time.perf_counter()
@@ -177,5 +182,5 @@ def run_episodes(
                 recorder.end(int(slot), record)
             on_episode(record)
             active[slot] = False
-        if active.any() or pending:
+        if any(active) or pending:
             obs = start([int(slot) for slot in ended])

@@ -25,6 +25,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 from gymnasium.vector.async_vector_env import AsyncState
+from gymnasium.vector.utils import concatenate
 
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.benchmark import Benchmark
@@ -114,6 +115,34 @@ class SlotEnv(gym.Env[Any, Any]):
             self._env = None
 
 
+class SlotVectorEnv(SyncVectorEnv):
+    """gymnasium's SyncVectorEnv with a lean step: its slots never autoreset and report only
+    ``success``, so the per-env autoreset branches and generic info merging (about 30 us per
+    step, a few percent of a Meta-World step) are skipped; results are the same."""
+
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        success = np.zeros(self.num_envs, dtype=np.bool_)
+        for i, env in enumerate(self.envs):
+            (
+                self._env_obs[i],
+                self._rewards[i],
+                self._terminations[i],
+                self._truncations[i],
+                info,
+            ) = env.step(actions[i])
+            success[i] = info["success"]
+        self._observations = concatenate(
+            self.single_observation_space, self._env_obs, self._observations
+        )
+        return (
+            self._observations,
+            self._rewards.copy(),
+            self._terminations.copy(),
+            self._truncations.copy(),
+            {"success": success},
+        )
+
+
 def cpu_count() -> int:
     """CPUs this process may run on (the affinity mask, not the machine's total)."""
     try:
@@ -130,14 +159,15 @@ def auto_batch_size(episodes: int, workers: int = 1, cpus: int | None = None) ->
 
 
 def make_vector_env(config: EnvConfig, num_envs: int, sync: bool = False) -> VectorEnv:
-    """SyncVectorEnv for one slot or when asked, AsyncVectorEnv (forkserver workers) otherwise.
+    """SlotVectorEnv (in-process) for one slot or when asked, AsyncVectorEnv (forkserver
+    workers) otherwise.
 
     Forkserver rather than fork: a worker never inherits the parent's simulator or GL state.
     """
     benchmark = type(catalog.get(config.task.env))
     fns = [partial(SlotEnv, benchmark, config, slot) for slot in range(num_envs)]
     if num_envs == 1 or sync:
-        return SyncVectorEnv(fns, copy=False, autoreset_mode=AutoresetMode.DISABLED)
+        return SlotVectorEnv(fns, copy=False, autoreset_mode=AutoresetMode.DISABLED)
     # Built in two steps so that a worker that dies while the env starts (gymnasium asks the
     # workers for their spaces) can be named, and the other workers stopped.
     env = AsyncVectorEnv.__new__(AsyncVectorEnv)
