@@ -1,0 +1,196 @@
+"""Scripted pushes that move LIBERO's articulated objects: drawers, a microwave door, a stove knob.
+
+A goal predicate ``(Close wooden_cabinet_1_top_region)``, ``(Close microwave_1)``,
+``(TurnOn flat_stove_1)`` or ``(TurnOff flat_stove_1)`` names an object (or an object's region)
+whose joints LIBERO checks against the ranges its object class declares. The expert reads the joint
+from the simulator (slide or hinge, its world axis and anchor, the moving body's collision geoms),
+chooses the point of the moving part farthest along the motion (a drawer's front, the end of the
+knob's raised pointer, a door's free edge), and pushes it with the closed gripper: above the start
+point, down beside it, then a push that is re-aimed every step from where that point is now (along
+the slide, or around the hinge), until LIBERO's own predicate holds; then back out and up.
+
+Opening (a drawer's or the microwave's handle pulled) needs a grasp of the handle and is not
+planned here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pytest_benchmarks.envs.libero_motion import CLEARANCE, FingerAxis, body_box, collides, move
+
+#: The predicates these pushes make true, and which end of the object's range each aims for.
+PUSHES = {"close": "default_close_ranges", "turnon": "default_turnon_ranges",
+          "turnoff": "default_turnoff_ranges"}  # fmt: skip
+
+SLIDE, HINGE = 2, 3  # mujoco.mjtJoint
+STANDOFF = 0.035  # metres behind the pushed point where the closed fingers come down
+#: Open, the fingers stand this far either side of the gripper's centre along y; a knob's
+#: pointer is pushed by the inner face of the trailing finger, the pointer between the fingers.
+FINGER_HALF_SPAN = 0.04
+LEAD = 0.045  # metres the push aims ahead of the pushed point (along the arc for hinges)
+RETREAT = 0.06  # metres back from the pushed point after the push
+
+
+class JointPushExpert:
+    """Pushes one articulated object until its goal predicate holds; ``act(eef_pos)`` gives the
+    next 7-D action (gripper closed throughout)."""
+
+    PHASES = ("above", "descend", "push", "back", "retreat")
+
+    def __init__(self, env: Any, goal: tuple[str, ...]) -> None:
+        self.env = env  # LIBERO's problem env (ControlEnv.env)
+        self.kind, self.obj = goal
+        self.target = self.obj  # the step's place in plans: what it acts on
+        holder = env.object_sites_dict.get(self.obj) or env.get_object(self.obj)
+        self.joint_name = next(iter(holder.joints))
+        parent = getattr(holder, "parent_name", None) or self.obj
+        ranges = env.get_object(parent).object_properties["articulation"][PUSHES[self.kind]]
+        self.goal_qpos = float(np.mean(ranges))
+
+    def reset(self) -> None:
+        model = self.env.sim.model._model
+        self.joint = self.env.sim.model.joint_name2id(self.joint_name)
+        self.body = int(model.jnt_bodyid[self.joint])
+        self.slide = int(model.jnt_type[self.joint]) == SLIDE
+        self.fingers = FingerAxis(self.env)
+        self.home_line = np.array([0.0, 1.0, 0.0])
+        # A hinge's part (a knob's pointer, a door's edge) is first pushed between the open
+        # fingers, turned to the way it moves, by the trailing finger's flat inner face; a
+        # drawer, and a hinge's part on the second try (a door nearly shut, where the leading
+        # finger has no room), by the closed fingers' front.
+        self.attempts = 0
+        self._plan(straddle=not self.slide)
+
+    def _plan(self, straddle: bool) -> None:
+        model, data = self.env.sim.model._model, self.env.sim.data._data
+        qpos = float(data.qpos[model.jnt_qposadr[self.joint]])
+        self.sign = 1.0 if self.goal_qpos > qpos else -1.0
+        point = self._contact_point(model, data)
+        # The pushed point, kept in the moving body's frame so it follows the part.
+        rotation = data.xmat[self.body].reshape(3, 3)
+        self.local = rotation.T @ (point - data.xpos[self.body])
+        direction = self._direction(point)
+        self.open = straddle
+        # The trailing finger about a centimetre behind the pushed part.
+        thickness = float(np.abs(direction) @ self.half_thickness) if straddle else 0.0
+        self.ahead = FINGER_HALF_SPAN - thickness - 0.012 if straddle else -STANDOFF
+        self.start = point + self.ahead * direction
+        # The closed fingers push across the hand's thin side: the hand is about 20 cm long
+        # along the finger line, and would meet a cabinet before its drawer closes.
+        across = np.array([-direction[1], direction[0], 0.0])
+        self.push_line = direction if straddle else across
+        self.pushed_from = self.start
+        self.phase, self.count, self.progress = 0, 0, qpos
+        self.attempts += 1
+
+    def _contact_point(self, model: Any, data: Any) -> np.ndarray:
+        box = body_box(self.env.sim, self.body, affinity=True)
+        self.half_thickness = np.zeros(3)  # the pushed geom's half extents (hinges)
+        axis = np.array(data.xaxis[self.joint])
+        if self.slide:
+            # The face that leads the motion's opposite side: push the drawer's front in.
+            push = self.sign * axis
+            point = box.centre - push * (np.abs(push) @ box.size) / 2
+            return point
+        # A hinge: the tallest collision geom (a knob's pointer, a door's frame), near its end
+        # farthest from the axis, a little below its top so the fingers meet its side.
+        anchor = np.array(data.xanchor[self.joint])
+        best, best_top = box.centre, -np.inf
+        for geom in range(model.ngeom):
+            if model.geom_bodyid[geom] != self.body or not collides(model, geom, affinity=True):
+                continue
+            rotation = data.geom_xmat[geom].reshape(3, 3)
+            centre = data.geom_xpos[geom] + rotation @ model.geom_aabb[geom][:3]
+            half = np.abs(rotation) @ model.geom_aabb[geom][3:]
+            if centre[2] + half[2] <= best_top:
+                continue
+            radial = centre - anchor
+            radial -= (radial @ axis) * axis
+            outward = radial / max(float(np.linalg.norm(radial)), 1e-9)
+            best = centre + outward * (np.abs(outward) @ half) * 0.7
+            best[2] = centre[2] + half[2] - 0.02
+            best_top = centre[2] + half[2]
+            self.half_thickness = half
+        return best
+
+    def _direction(self, point: np.ndarray) -> np.ndarray:
+        """Unit direction the pushed point moves as the joint goes toward its goal."""
+        data = self.env.sim.data._data
+        axis = np.array(data.xaxis[self.joint])
+        if self.slide:
+            return self.sign * axis
+        tangent = np.cross(axis, point - np.array(data.xanchor[self.joint]))
+        tangent[2] = 0.0
+        return self.sign * tangent / max(float(np.linalg.norm(tangent)), 1e-9)
+
+    def _point(self) -> np.ndarray:
+        data = self.env.sim.data._data
+        return data.xpos[self.body] + data.xmat[self.body].reshape(3, 3) @ self.local
+
+    def _aim(self) -> np.ndarray:
+        point = self._point()
+        if self.slide:
+            return point + (LEAD + self.ahead) * self._direction(point)
+        data = self.env.sim.data._data
+        anchor, axis = np.array(data.xanchor[self.joint]), np.array(data.xaxis[self.joint])
+        offset = point - anchor
+        radius = float(np.linalg.norm(offset - (offset @ axis) * axis))
+        angle = self.sign * min(LEAD / max(radius, 1e-3), 1.0)
+        # Rodrigues' rotation of the pushed point about the hinge, ahead of where it is.
+        rotated = (offset * np.cos(angle) + np.cross(axis, offset) * np.sin(angle)
+                   + axis * (axis @ offset) * (1 - np.cos(angle)))  # fmt: skip
+        return anchor + rotated + self.ahead * self._direction(point)
+
+    @property
+    def released(self) -> bool:
+        """The push is over and the gripper has moved back up for a few steps."""
+        return self.PHASES[min(self.phase, len(self.PHASES) - 1)] == "retreat" and self.count > 5
+
+    def holds(self) -> bool:
+        return bool(self.env._eval_predicate([self.kind, self.obj]))
+
+    def act(self, eef: np.ndarray) -> np.ndarray:
+        phase = self.PHASES[min(self.phase, len(self.PHASES) - 1)]
+        if phase == "above":
+            goal = self.start + np.array([0.0, 0.0, CLEARANCE])
+        elif phase == "descend":
+            goal = self.start
+        elif phase == "push":
+            goal = self._aim()
+        elif phase == "back":
+            goal = self.pushed_from
+        else:
+            goal = np.array([eef[0], eef[1], self.pushed_from[2] + CLEARANCE])
+        error = goal - eef
+        line = self.home_line if phase == "retreat" else self.push_line
+        yaw = self.fingers.yaw_to(line)
+        self.count += 1
+        done = {
+            "above": (np.linalg.norm(error) < 0.01 and abs(yaw) < 0.05) or self.count > 60,
+            "descend": np.linalg.norm(error) < 0.006 or self.count > 40,
+            "push": self.holds() or self._stalled(),
+            "back": np.linalg.norm(error) < 0.01 or self.count > 20,
+            "retreat": False,
+        }[phase]
+        if phase == "retreat" and self.count > 10 and not self.holds() and self.attempts < 2:
+            self._plan(straddle=False)  # once more, from where the part is now
+        elif done:
+            if phase == "push":
+                # A drawer: back off the way the fingers came; straddling fingers go straight
+                # up (moving back would pull the part with the leading finger).
+                back = 0.0 if self.open else RETREAT
+                self.pushed_from = eef - back * self._direction(self._point())
+            self.phase, self.count = self.phase + 1, 0
+        return move(error, -1.0 if self.open else 1.0, yaw)
+
+    def _stalled(self) -> bool:
+        """No progress of the joint over the last 25 steps, or 150 steps of pushing."""
+        if self.count % 25:
+            return self.count > 150
+        model, data = self.env.sim.model._model, self.env.sim.data._data
+        qpos = float(data.qpos[model.jnt_qposadr[self.joint]])
+        moved, self.progress = self.sign * (qpos - self.progress), qpos
+        return moved < 0.005 or self.count > 150

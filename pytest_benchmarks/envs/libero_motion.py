@@ -1,0 +1,97 @@
+"""What LIBERO's scripted experts share: world boxes of bodies, and position steps as actions.
+
+The experts act in LIBERO's own action space (OSC_POSE deltas scaled to [-1, 1], gripper -1 open
+/ +1 closed), moving the end effector toward a goal position with a proportional gain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+GAIN = 15.0  # action units per metre of position error (1.0 = 0.05 m per step)
+CLEARANCE = 0.10  # height above objects while moving, in metres
+
+
+YAW_GAIN = 2.0  # action units per radian of yaw error (OSC_POSE: 1.0 = 0.5 rad per step)
+
+
+def move(error: np.ndarray, grip: float, yaw: float = 0.0) -> np.ndarray:
+    """The 7-D action that moves the end effector by ``error`` (metres) and turns it by ``yaw``
+    (radians, about the world z axis), gripper ``grip``."""
+    action = np.zeros(7)
+    action[:3] = np.clip(error * GAIN, -1.0, 1.0)
+    action[5] = np.clip(yaw * YAW_GAIN, -1.0, 1.0)
+    action[6] = grip
+    return action
+
+
+class FingerAxis:
+    """The horizontal line the fingers close along, read from the gripper's site: the default
+    (downward) orientation closes them along world y."""
+
+    def __init__(self, env: Any) -> None:
+        robot = env.robots[0]
+        self._sim, self._site = env.sim, robot.eef_site_id
+        rotation = self._sim.data._data.site_xmat[self._site].reshape(3, 3)
+        self._local = rotation.T @ np.array([0.0, 1.0, 0.0])  # world y in the site's frame
+
+    def yaw_to(self, axis: np.ndarray) -> float:
+        """Radians about world z that bring the finger line onto ``axis`` (either sense)."""
+        rotation = self._sim.data._data.site_xmat[self._site].reshape(3, 3)
+        now = rotation @ self._local
+        angle = float(np.arctan2(now[0] * axis[1] - now[1] * axis[0], now[:2] @ axis[:2]))
+        return (angle + np.pi / 2) % np.pi - np.pi / 2  # a line: the nearer sense
+
+
+@dataclass
+class Box:
+    """An axis-aligned world bounding box."""
+
+    low: np.ndarray
+    high: np.ndarray
+
+    @property
+    def centre(self) -> np.ndarray:
+        return (self.low + self.high) / 2
+
+    @property
+    def size(self) -> np.ndarray:
+        return self.high - self.low
+
+
+def collides(model: Any, geom: int, affinity: bool = False) -> bool:
+    """Whether a geom has a collision type (or, with ``affinity``, collides by affinity only,
+    as the articulated objects' collision meshes do); visual geoms have neither."""
+    return bool(model.geom_contype[geom]) or (affinity and bool(model.geom_conaffinity[geom]))
+
+
+def body_box(sim: Any, body_id: int, affinity: bool = False) -> Box:
+    """The world AABB of a body's collision geoms (and its children's); ``affinity`` as in
+    ``collides``."""
+    model, data = sim.model._model, sim.data._data
+    bodies = {body_id} | {b for b in range(model.nbody) if _ancestor(model, b, body_id)}
+    lows, highs = [], []
+    for g in range(model.ngeom):
+        if model.geom_bodyid[g] not in bodies or not collides(model, g, affinity):
+            continue
+        centre, half = model.geom_aabb[g][:3], model.geom_aabb[g][3:]
+        rotation = data.geom_xmat[g].reshape(3, 3)
+        world_centre = data.geom_xpos[g] + rotation @ centre
+        world_half = np.abs(rotation) @ half
+        lows.append(world_centre - world_half)
+        highs.append(world_centre + world_half)
+    if not lows:
+        position = np.array(data.xpos[body_id])
+        return Box(position - 0.02, position + 0.02)
+    return Box(np.min(lows, axis=0), np.max(highs, axis=0))
+
+
+def _ancestor(model: Any, body: int, ancestor: int) -> bool:
+    while body > 0:
+        body = model.body_parentid[body]
+        if body == ancestor:
+            return True
+    return False
