@@ -3,11 +3,15 @@
 A goal predicate ``(Close wooden_cabinet_1_top_region)``, ``(Close microwave_1)``,
 ``(TurnOn flat_stove_1)`` or ``(TurnOff flat_stove_1)`` names an object (or an object's region)
 whose joints LIBERO checks against the ranges its object class declares. The expert reads the joint
-from the simulator (slide or hinge, its world axis and anchor, the moving body's collision geoms),
-chooses the point of the moving part farthest along the motion (a drawer's front, the end of the
-knob's raised pointer, a door's free edge), and pushes it with the closed gripper: above the start
-point, down beside it, then a push that is re-aimed every step from where that point is now (along
-the slide, or around the hinge), until LIBERO's own predicate holds; then back out and up.
+from the simulator (slide or hinge, its world axis and anchor, the moving body's collision geoms)
+and picks the point to push: a drawer's front, or near the far end of a hinged part's tallest
+geom (the knob's raised pointer, the door's frame). A drawer is pushed by the closed fingers, the
+hand turned so that its thin side leads; a hinged part between the open fingers, turned along its
+arc, by the trailing finger's inner face. Above the start point, down beside it, then a push
+re-aimed every step from where that point is now (along the slide, or around the hinge) until
+LIBERO's own predicate holds or the joint stops moving; then back out and up. A part the push
+did not finish (a door nearly shut, where the leading finger has no room) is pushed once more,
+by the closed fingers.
 
 Opening (a drawer's or the microwave's handle pulled) needs a grasp of the handle and is not
 planned here.
@@ -25,7 +29,7 @@ from pytest_benchmarks.envs.libero_motion import CLEARANCE, FingerAxis, body_box
 PUSHES = {"close": "default_close_ranges", "turnon": "default_turnon_ranges",
           "turnoff": "default_turnoff_ranges"}  # fmt: skip
 
-SLIDE, HINGE = 2, 3  # mujoco.mjtJoint
+SLIDE = 2  # mujoco.mjtJoint.mjJNT_SLIDE
 STANDOFF = 0.035  # metres behind the pushed point where the closed fingers come down
 #: Open, the fingers stand this far either side of the gripper's centre along y; a knob's
 #: pointer is pushed by the inner face of the trailing finger, the pointer between the fingers.
@@ -36,7 +40,7 @@ RETREAT = 0.06  # metres back from the pushed point after the push
 
 class JointPushExpert:
     """Pushes one articulated object until its goal predicate holds; ``act(eef_pos)`` gives the
-    next 7-D action (gripper closed throughout)."""
+    next 7-D action."""
 
     PHASES = ("above", "descend", "push", "back", "retreat")
 
