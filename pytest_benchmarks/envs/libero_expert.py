@@ -48,7 +48,7 @@ def goal_of(bddl: Path) -> list[tuple[str, ...]]:
 
 #: Tasks the expert plans but fails (the episodes measured), and why: left out like the tasks
 #: it cannot plan, so no test of them stands in for a check that cannot pass.
-POT = "onto the stove's cook region: the pick of a pot by its body fails"
+POT = "onto the stove's cook region: carried there and released, it does not end on it"
 CANNOT: dict[tuple[str, int], str] = {
     ("libero_10", 2): f"the moka pot {POT} (0/2 measured)",
     ("libero_10", 8): f"the two moka pots {POT} (0/2 measured)",
@@ -61,6 +61,32 @@ CANNOT: dict[tuple[str, int], str] = {
     "forearm meets the cabinet's top before the drawer is shut (0/3 measured)",
     ("libero_10", 9): "the mug must go into the microwave through its door, from the side; the "
     "expert places from above (0/3 measured)",
+    # libero_90, 5 episodes each (pytest benchmarks/test_libero.py -k test_success_rate
+    # --benchmark-env=libero --benchmark-task=libero_90 --benchmark-obs=state
+    # --benchmark-episodes=5 -n 2): the tasks at 0/5.
+    ("libero_90", 18): f"the frying pan {POT} (0/5 measured)",
+    ("libero_90", 19): f"the moka pot {POT} (0/5 measured)",
+    **{
+        ("libero_90", i): "the frying pan onto, into or under the shelf (0/5 measured); not "
+        "diagnosed"
+        for i in (40, 41, 42)
+    },
+    **{
+        ("libero_90", i): "every task of this white-cabinet kitchen fails, the bowl onto the "
+        "plate included (0/5 measured); not diagnosed"
+        for i in (29, 30, 31, 32)
+    },
+    **{
+        ("libero_90", i): "the book must stand upright in a narrow compartment of the caddy "
+        "(0/5 measured)"
+        for i in (73, 74, 75, 77, 78, 79, 80, 81, 82, 83)
+    },
+    **{
+        ("libero_90", i): "a book onto or under the shelf (0/5 measured); not diagnosed"
+        for i in (86, 88, 89)
+    },
+    ("libero_90", 84): "the mug beside the caddy: a table region next to it (0/5 measured); not "
+    "diagnosed",
     ("libero_spatial", 4): "the bowl sits in the top drawer, under the cabinet's top: the "
     "straight-down approach cannot reach its rim (0/5 measured)",
     ("libero_object", 1): "the cream cheese box lies flat across the grasp (8/50 measured: "
