@@ -117,8 +117,9 @@ class SlotEnv(gym.Env[Any, Any]):
 
 class SlotVectorEnv(SyncVectorEnv):
     """gymnasium's SyncVectorEnv with a lean step: its slots never autoreset and report only
-    ``success``, so the per-env autoreset branches and generic info merging (about 30 us per
-    step, a few percent of a Meta-World step) are skipped; results are the same."""
+    ``success``, so the per-env autoreset branches and generic info merging are skipped (with
+    the rest of the per-step trimming, a toy env's harness cost fell from 82 to about 50 us per
+    step); results are the same (tested against SyncVectorEnv)."""
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         success = np.zeros(self.num_envs, dtype=np.bool_)

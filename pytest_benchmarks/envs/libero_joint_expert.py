@@ -47,7 +47,6 @@ class JointPushExpert:
     def __init__(self, env: Any, goal: tuple[str, ...]) -> None:
         self.env = env  # LIBERO's problem env (ControlEnv.env)
         self.kind, self.obj = goal
-        self.target = self.obj  # the step's place in plans: what it acts on
         holder = env.object_sites_dict.get(self.obj) or env.get_object(self.obj)
         self.joint_name = next(iter(holder.joints))
         parent = getattr(holder, "parent_name", None) or self.obj
