@@ -60,3 +60,11 @@ def test_throughput_runs_the_plain_loop_and_pytest_sessions_on_the_same_episodes
     ], out  # fmt: skip
     assert len({steps for _, steps in rows}) == 1, out  # every configuration, the same episodes
     assert re.search(r"ratio harness -n 2 fast / harness -n 0 fast: [\d.]+", out), out
+
+
+def test_interleaved_runs_each_episode_through_the_harness_and_the_plain_loop():
+    out = run("interleaved.py", "--task", "reach-v3", "--episodes", "2", "--rounds", "2")
+    rows = re.findall(r"^  reach-v3 +steps +(\d+) / +(\d+) +harness +[\d.]+ s +plain", out, re.M)
+    assert len(rows) == 2 and all(int(h) == int(p) > 0 for h, p in rows), out  # same episodes
+    found = re.search(r"harness / plain loop \(steps/s\) median ([\d.]+) \(rounds: ", out)
+    assert found is not None and float(found.group(1)) > 0, out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -157,7 +159,8 @@ def test_metaworld_pixels_render_corner2_upright_beside_the_state():
     assert batch["observation.state"].shape == (1, 39)
 
 
-def test_the_lean_in_process_vector_env_steps_as_gymnasiums_sync_vector_env():
+@pytest.mark.parametrize("obs", ["pixels", "state"])  # a Dict observation, and a Box one
+def test_the_lean_in_process_vector_env_steps_as_gymnasiums_sync_vector_env(obs):
     from functools import partial
 
     from gymnasium.vector import AutoresetMode, SyncVectorEnv
@@ -166,7 +169,7 @@ def test_the_lean_in_process_vector_env_steps_as_gymnasiums_sync_vector_env():
     from pytest_benchmarks.envs.metaworld import MetaWorld
 
     benchmark = catalog.get("metaworld")
-    config = EnvConfig(benchmark.select(["reach-v3"])[0], 4, 0, obs="pixels", image_size=(24, 32))
+    config = EnvConfig(benchmark.select(["reach-v3"])[0], 4, 0, obs=obs, image_size=(24, 32))
     fns = [partial(SlotEnv, MetaWorld, config, slot) for slot in range(2)]
     envs = [cls(fns, copy=False, autoreset_mode=AutoresetMode.DISABLED)
             for cls in (SyncVectorEnv, SlotVectorEnv)]  # fmt: skip
@@ -176,6 +179,13 @@ def test_the_lean_in_process_vector_env_steps_as_gymnasiums_sync_vector_env():
             env.reset(seed=[1, 2], options=options)
         actions = np.random.default_rng(0).uniform(-1, 1, (4, 2, 4)).astype(np.float32)
         for step, action in enumerate(actions):
+            if step == 2:  # slot 1 starts over while slot 0 goes on, as the rollout does
+                # (a dict each: gymnasium pops reset_mask from the options it is given)
+                resets = [env.reset(seed=[None, 3], options={
+                    "reset_mask": np.array([False, True]), "slots": [{}, {"init_state": 5}]
+                })[0] for env in envs]  # fmt: skip
+                for mine, other in zip(_leaves(resets[1]), _leaves(resets[0]), strict=True):
+                    np.testing.assert_array_equal(mine, other)
             ours, theirs = envs[1].step(action), envs[0].step(action)
             for mine, other in zip(ours[:4], theirs[:4], strict=True):
                 if isinstance(mine, dict):
@@ -185,7 +195,12 @@ def test_the_lean_in_process_vector_env_steps_as_gymnasiums_sync_vector_env():
                 else:
                     np.testing.assert_array_equal(mine, other)
             np.testing.assert_array_equal(ours[4]["success"], theirs[4]["success"])
-            assert ours[3].all() == (step == 3)  # truncated at max_steps
+            assert ours[3][0] == (step == 3)  # truncated at max_steps
     finally:
         for env in envs:
             env.close()
+
+
+def _leaves(obs: Any) -> list[np.ndarray]:
+    """The arrays of a batched observation, in key order for a dict."""
+    return [obs[key] for key in sorted(obs)] if isinstance(obs, dict) else [obs]

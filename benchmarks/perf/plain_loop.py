@@ -9,6 +9,7 @@ corner2 camera at NxN after every reset and step, as the simulator renders it by
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 import metaworld
 import numpy as np
@@ -16,6 +17,22 @@ from metaworld.policies import ENV_POLICY_MAP
 
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.engine import rendering
+
+
+def run_episode(env: Any, expert: Any, goal: Any, max_steps: int, render: bool = False) -> int:
+    """One episode of goal ``goal``, to success or ``max_steps``; its number of steps."""
+    env.set_task(goal)
+    obs, _ = env.reset()
+    if render:
+        env.render()
+    for step in range(1, max_steps + 1):
+        action = np.clip(expert.get_action(obs), -1.0, 1.0)
+        obs, _, _, truncated, info = env.step(action)
+        if render:
+            env.render()
+        if info["success"] or truncated:
+            return step
+    return max_steps
 
 
 def main() -> None:
@@ -37,18 +54,8 @@ def main() -> None:
         env.max_path_length = args.max_steps
         expert = ENV_POLICY_MAP[task.task]()
         for episode in range(args.episodes):
-            env.set_task(goals[episode % len(goals)])
-            obs, _ = env.reset()
-            if render:
-                env.render()
-            for _ in range(args.max_steps):
-                action = np.clip(expert.get_action(obs), -1.0, 1.0)
-                obs, _, _, truncated, info = env.step(action)
-                if render:
-                    env.render()
-                total += 1
-                if info["success"] or truncated:
-                    break
+            goal = goals[episode % len(goals)]
+            total += run_episode(env, expert, goal, args.max_steps, bool(render))
         env.close()
     print(f"steps {total}")
 

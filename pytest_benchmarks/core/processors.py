@@ -54,7 +54,7 @@ class EnvProcessors:
                 num_envs,
                 [(n, (num_envs, *f.shape), np.dtype(f.dtype)) for n, f in self.features.items()],
             )
-        finite: list[Any] = []  # arrays already found finite (features may share one)
+        finite: set[int] = set()  # ids of arrays already found finite (features may share one)
         for name, shape, dtype in self._expected[1]:
             value = batch.get(name)
             if value is None:
@@ -64,10 +64,10 @@ class EnvProcessors:
             if layout and (getattr(value, "shape", None) != shape or value.dtype != dtype):
                 got = f"{getattr(value, 'dtype', type(value).__name__)}{list(np.shape(value))}"
                 raise FeatureMismatch(f"feature {name!r} is {got}, declared {dtype}{list(shape)}")
-            if dtype.kind == "f" and not any(value is seen for seen in finite):
+            if dtype.kind == "f" and id(value) not in finite:
                 if not math.isfinite(value.sum()):
                     raise FeatureMismatch(f"feature {name!r} holds NaN or inf")
-                finite.append(value)
+                finite.add(id(value))
 
 
 def camera_renames(camera_map: tuple[tuple[str, str], ...]) -> dict[str, str]:

@@ -96,10 +96,12 @@ def run_episodes(
     check_actions = ActionCheck(env.single_action_space, n)
     pending = deque(plan)
     running: list[EpisodeSpec | None] = [None] * n
-    sum_reward = np.zeros(n)
-    max_reward = np.full(n, -np.inf)
-    steps = np.zeros(n, dtype=np.int64)
-    succeeded = np.zeros(n, dtype=np.bool_)
+    # Per-slot tallies as Python lists: a step's bookkeeping costs a few list operations
+    # rather than a numpy call per tally (each a microsecond at this size).
+    sum_reward = [0.0] * n
+    max_reward = [-math.inf] * n
+    steps = [0] * n
+    succeeded = [False] * n
     started = [0.0] * n
 
     def start(slots: Sequence[int]) -> object:
@@ -120,7 +122,8 @@ def run_episodes(
         fresh = True
         now = time.perf_counter()
         for slot in begun:
-            sum_reward[slot], max_reward[slot], steps[slot], succeeded[slot] = 0, -np.inf, 0, False
+            sum_reward[slot], max_reward[slot] = 0.0, -math.inf
+            steps[slot], succeeded[slot] = 0, False
             started[slot] = now
         return obs
 
@@ -141,18 +144,23 @@ def run_episodes(
             name = ":".join(str(who.get(k)) for k in ("source", "id") if who.get(k))
             raise ActionError(f"{problem} (policy {name}; {where})")
         obs, rewards, terminated, truncated, info = env.step(actions)
-        if not math.isfinite(rewards.sum()):
-            bad = [(s.index, steps[i] + 1, rewards[i]) for i, s in enumerate(running) if s]
-            raise RewardError(
-                "the env returned a non-finite reward: "
-                + ", ".join(f"{r} (episode {e} step {t})" for e, t, r in bad if not np.isfinite(r))
-            )
-        # Parked slots report reward 0, no success and no end; their accumulators are reset
-        # before they run another episode, so nothing here needs masking.
-        sum_reward += rewards
-        np.maximum(max_reward, rewards, out=max_reward)
-        steps += 1
-        succeeded |= info["success"]
+        step_rewards = rewards.tolist()
+        if not math.isfinite(sum(step_rewards)):
+            bad = [
+                f"{step_rewards[i]} (episode {s.index} step {steps[i] + 1})"
+                for i, s in enumerate(running)
+                if s and not math.isfinite(step_rewards[i])
+            ]
+            raise RewardError("the env returned a non-finite reward: " + ", ".join(bad))
+        # Parked slots report reward 0, no success and no end; their tallies are reset before
+        # they run another episode, so nothing here needs masking.
+        wins = info["success"].tolist()
+        for slot, reward in enumerate(step_rewards):
+            sum_reward[slot] += reward
+            if reward > max_reward[slot]:
+                max_reward[slot] = reward
+            steps[slot] += 1
+            succeeded[slot] = succeeded[slot] or wins[slot]
         if recorder is not None:
             live = [slot for slot, spec in enumerate(running) if spec is not None and active[slot]]
             recorder.add(batch, actions, rewards, terminated | truncated, info["success"], live)
@@ -161,8 +169,8 @@ def run_episodes(
                 if spec is not None and active[slot]:
                     trace(spec.index, int(steps[slot]), actions[slot], float(rewards[slot]),
                           bool(info["success"][slot]))  # fmt: skip
-        ended = (terminated | truncated).nonzero()[0]
-        if not len(ended):
+        ended = [slot for slot, end in enumerate((terminated | truncated).tolist()) if end]
+        if not ended:
             continue
         now = time.perf_counter()
         for slot in ended:
@@ -179,8 +187,8 @@ def run_episodes(
                 duration_s=now - started[slot],
             )
             if recorder is not None:
-                recorder.end(int(slot), record)
+                recorder.end(slot, record)
             on_episode(record)
             active[slot] = False
         if any(active) or pending:
-            obs = start([int(slot) for slot in ended])
+            obs = start(ended)
