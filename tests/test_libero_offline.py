@@ -279,6 +279,7 @@ def test_a_plan_places_what_is_placed_on_first():
         "libero_90/0",  # close the top drawer: slide, the closed fingers' front
         "libero_90/20",  # turn on the stove: the knob's pointer between the open fingers
         "libero_90/33",  # close the microwave: straddle the door, then push it shut
+        "libero_90/1",  # close the drawer, turn the hand back, then the bowl onto the cabinet
     ],
 )
 def test_the_expert_moves_articulated_objects_until_libero_says_so(task):
@@ -288,6 +289,33 @@ def test_the_expert_moves_articulated_objects_until_libero_says_so(task):
     (result,) = run.results
     assert result.error is None
     assert result.episodes[0].success  # LIBERO's own goal check ended the episode
+
+
+def test_the_finger_line_is_read_from_the_fingers_whatever_the_hands_yaw():
+    """A push turns the hand; the step after it plans from the yaw the hand really has, and a
+    push counts as released only once the hand is back along y."""
+    from pytest_benchmarks.envs.libero_joint_expert import HOME_YAW
+    from pytest_benchmarks.envs.libero_motion import FingerAxis, move
+
+    task = catalog.get("libero").select(["libero_90/0"])[0]
+    env = lib.LiberoTaskEnv(EnvConfig(task, 100, 0, obs="state"))
+    along_y = np.array([0.0, 1.0, 0.0])
+    try:
+        env.reset(seed=0, options={"init_state": 0})
+        fingers = FingerAxis(env._env.env)
+        assert abs(fingers.yaw_to(along_y)) < 0.01  # LIBERO's home pose: fingers along y
+        assert abs(abs(fingers.yaw_to(np.array([1.0, 0.0, 0.0]))) - np.pi / 2) < 0.01
+        for _ in range(8):
+            env.step(move(np.zeros(3), -1.0, yaw=0.3))
+        turned = fingers.yaw_to(along_y)
+        assert abs(turned) > 0.2
+        # Made while the hand is turned, it still reads the same line.
+        assert FingerAxis(env._env.env).yaw_to(along_y) == pytest.approx(turned, abs=1e-9)
+        for _ in range(15):
+            env.step(move(np.zeros(3), -1.0, yaw=fingers.yaw_to(along_y)))
+        assert abs(fingers.yaw_to(along_y)) < HOME_YAW
+    finally:
+        env.close()
 
 
 def test_scripted_expert_succeeds_through_pytest(pytester: pytest.Pytester):

@@ -36,6 +36,7 @@ STANDOFF = 0.035  # metres behind the pushed point where the closed fingers come
 FINGER_HALF_SPAN = 0.04
 LEAD = 0.045  # metres the push aims ahead of the pushed point (along the arc for hinges)
 RETREAT = 0.06  # metres back from the pushed point after the push
+HOME_YAW = 0.05  # radians: the hand counts as turned back once its fingers are this near y
 
 
 class JointPushExpert:
@@ -59,7 +60,7 @@ class JointPushExpert:
         self.body = int(model.jnt_bodyid[self.joint])
         self.slide = int(model.jnt_type[self.joint]) == SLIDE
         self.fingers = FingerAxis(self.env)
-        self.home_line = np.array([0.0, 1.0, 0.0])
+        self.home = self.fingers.direction()  # turned back to this after the push
         # A hinge's part (a knob's pointer, a door's edge) is first pushed between the open
         # fingers, turned to the way it moves, by the trailing finger's flat inner face; a
         # drawer, and a hinge's part on the second try (a door nearly shut, where the leading
@@ -67,9 +68,13 @@ class JointPushExpert:
         self.attempts = 0
         self._plan(straddle=not self.slide)
 
+    def _qpos(self) -> float:
+        model, data = self.env.sim.model._model, self.env.sim.data._data
+        return float(data.qpos[model.jnt_qposadr[self.joint]])
+
     def _plan(self, straddle: bool) -> None:
         model, data = self.env.sim.model._model, self.env.sim.data._data
-        qpos = float(data.qpos[model.jnt_qposadr[self.joint]])
+        qpos = self._qpos()
         self.sign = 1.0 if self.goal_qpos > qpos else -1.0
         point = self._contact_point(model, data)
         # The pushed point, kept in the moving body's frame so it follows the part.
@@ -149,8 +154,11 @@ class JointPushExpert:
 
     @property
     def released(self) -> bool:
-        """The push is over and the gripper has moved back up for a few steps."""
-        return self.PHASES[min(self.phase, len(self.PHASES) - 1)] == "retreat" and self.count > 5
+        """The push is over, and the gripper has moved back up and turned back to its home yaw
+        (the next step plans with the fingers along y), or has tried to for 30 steps."""
+        if self.PHASES[min(self.phase, len(self.PHASES) - 1)] != "retreat" or self.count <= 5:
+            return False
+        return abs(self.fingers.yaw_to(self.home, directed=True)) < HOME_YAW or self.count > 30
 
     def holds(self) -> bool:
         return bool(self.env._eval_predicate([self.kind, self.obj]))
@@ -168,8 +176,10 @@ class JointPushExpert:
         else:
             goal = np.array([eef[0], eef[1], self.pushed_from[2] + CLEARANCE])
         error = goal - eef
-        line = self.home_line if phase == "retreat" else self.push_line
-        yaw = self.fingers.yaw_to(line)
+        if phase == "retreat":
+            yaw = self.fingers.yaw_to(self.home, directed=True)
+        else:
+            yaw = self.fingers.yaw_to(self.push_line)
         self.count += 1
         done = {
             "above": (np.linalg.norm(error) < 0.01 and abs(yaw) < 0.05) or self.count > 60,
@@ -193,7 +203,6 @@ class JointPushExpert:
         """No progress of the joint over the last 25 steps, or 150 steps of pushing."""
         if self.count % 25:
             return self.count > 150
-        model, data = self.env.sim.model._model, self.env.sim.data._data
-        qpos = float(data.qpos[model.jnt_qposadr[self.joint]])
+        qpos = self._qpos()
         moved, self.progress = self.sign * (qpos - self.progress), qpos
         return moved < 0.005 or self.count > 150

@@ -29,21 +29,25 @@ def move(error: np.ndarray, grip: float, yaw: float = 0.0) -> np.ndarray:
 
 
 class FingerAxis:
-    """The horizontal line the fingers close along, read from the gripper's site: the default
-    (downward) orientation closes them along world y."""
+    """The horizontal line the fingers close along: the world axis of the gripper's finger
+    slide, read from the simulator each time (no assumption about the hand's current yaw)."""
 
     def __init__(self, env: Any) -> None:
-        robot = env.robots[0]
-        self._sim, self._site = env.sim, robot.eef_site_id
-        rotation = self._sim.data._data.site_xmat[self._site].reshape(3, 3)
-        self._local = rotation.T @ np.array([0.0, 1.0, 0.0])  # world y in the site's frame
+        gripper = env.robots[0].gripper
+        self._data = env.sim.data._data
+        self._joint = env.sim.model.joint_name2id(gripper.joints[0])
 
-    def yaw_to(self, axis: np.ndarray) -> float:
-        """Radians about world z that bring the finger line onto ``axis`` (either sense)."""
-        rotation = self._sim.data._data.site_xmat[self._site].reshape(3, 3)
-        now = rotation @ self._local
+    def direction(self) -> np.ndarray:
+        """The finger line now, as a world vector with a sense."""
+        return np.array(self._data.xaxis[self._joint])
+
+    def yaw_to(self, axis: np.ndarray, directed: bool = False) -> float:
+        """Radians about world z that bring the finger line onto ``axis``: the nearer sense of
+        the line, or (``directed``) ``axis``'s own sense, which turns a hand back the way it
+        came where the line is a quarter turn off and either sense would do."""
+        now = self._data.xaxis[self._joint]
         angle = float(np.arctan2(now[0] * axis[1] - now[1] * axis[0], now[:2] @ axis[:2]))
-        return (angle + np.pi / 2) % np.pi - np.pi / 2  # a line: the nearer sense
+        return angle if directed else (angle + np.pi / 2) % np.pi - np.pi / 2
 
 
 @dataclass
