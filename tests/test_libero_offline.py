@@ -318,6 +318,34 @@ def test_the_finger_line_is_read_from_the_fingers_whatever_the_hands_yaw():
         env.close()
 
 
+def test_the_hand_turns_a_quarter_where_a_cabinet_top_overhangs_the_object():
+    """libero_90/30: the bowl stands beside the white cabinet, under the reach of its top along
+    y; fingers along x clear it. libero_spatial/0's bowl has nothing above it: fingers along y,
+    the grasp unchanged."""
+    from pytest_benchmarks.api import evaluate
+    from pytest_benchmarks.envs.libero_motion import body_box
+
+    turned = {}
+    for name in ("libero_90/30", "libero_spatial/0"):
+        task = catalog.get("libero").select([name])[0]
+        env = lib.LiberoTaskEnv(EnvConfig(task, 10, 1000, obs="state", privileged=True))
+        try:
+            env.reset(seed=1000, options={"init_state": 0})
+            (step,) = env._expert.steps
+            box = body_box(env._env.env.sim, env._env.env.obj_body_id[step.obj])
+            turned[name] = step.turned
+            if step.turned:  # the rim nearer the robot, the fingers closing along x
+                assert step.grasp[0] == pytest.approx(box.low[0] + 0.012)
+                assert step.grasp[1] == pytest.approx(box.centre[1])
+            else:  # the far rim along y, as always
+                assert step.grasp[1] == pytest.approx(box.high[1] - 0.012)
+        finally:
+            env.close()
+    assert turned == {"libero_90/30": True, "libero_spatial/0": False}
+    run = evaluate("libero", "scripted", tasks=["libero_90/30"], episodes=1, obs="state", sync=True)
+    assert run.results[0].episodes[0].success  # LIBERO's own check: the bowl is on the plate
+
+
 def test_scripted_expert_succeeds_through_pytest(pytester: pytest.Pytester):
     """One state-only episode of the scripted expert per suite, through the harness; a task it
     does not cover is skipped at collection with the reason."""

@@ -14,7 +14,10 @@ lower, open.
 
 The Panda's fingers close along the world y axis with the default (downward) orientation, so a
 narrow object is grasped across y at its centre, and an object wider than the open gripper (a
-bowl) by its rim, offset along y.
+bowl) by its rim, offset along y. The hand is about 20 cm long along its finger line: where a
+body standing wholly above the object (a cabinet's top) lies in that footprint and not in the
+footprint turned a quarter, the hand turns so that its fingers close along x, and the grasp is
+on the rim nearer the robot.
 """
 
 from __future__ import annotations
@@ -26,13 +29,28 @@ from typing import Any
 import numpy as np
 
 from pytest_benchmarks.envs.libero_joint_expert import PUSHES, JointPushExpert
-from pytest_benchmarks.envs.libero_motion import CLEARANCE, Box, body_box, move
+from pytest_benchmarks.envs.libero_motion import (
+    CLEARANCE,
+    Box,
+    FingerAxis,
+    body_box,
+    body_tree,
+    collides,
+    geom_box,
+    move,
+)
 
 GOAL = re.compile(r"\(:goal(.*)", re.S | re.I)
 PREDICATE = re.compile(r"\((\w+)((?:\s+\w+)+)\s*\)")
 PICK_PLACE = ("on", "in")
 
 GRIPPER_SPAN = 0.075  # widest object the open fingers take across y, in metres
+#: The hand's footprint about the grasp point: about 20 cm long along the finger line, 9 cm
+#: across; and how far above the fingertips the hand and wrist reach.
+HAND_HALF_LENGTH, HAND_HALF_WIDTH, HAND_HEIGHT = 0.10, 0.045, 0.25
+ROBOT_PARTS = ("robot0_", "gripper0_", "mount0_")
+ALONG_X, ALONG_Y = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
+TURNED_YAW = 0.05  # radians off the wanted finger line that still count as on it
 
 
 def goal_of(bddl: Path) -> list[tuple[str, ...]]:
@@ -48,14 +66,18 @@ def goal_of(bddl: Path) -> list[tuple[str, ...]]:
 
 #: Tasks the expert plans but fails (the episodes measured), and why: left out like the tasks
 #: it cannot plan, so no test of them stands in for a check that cannot pass.
-POT = "onto the stove's cook region: carried there and released, it does not end on it"
+#: Traced (libero_90/18, /19): neither is ever lifted. The frying pan's handle runs along the
+#: line the fingers close on; the moka pot with its handle is wider along it than the open
+#: fingers. Either needs the hand turned a quarter for its grasp.
+PAN = "onto the stove: never lifted, its handle lies along the fingers' closing line"
+POT = "onto the stove: never lifted, with its handle it is wider than the open fingers"
 BOOK = "the book must stand upright in a narrow compartment of the caddy"
 CANNOT: dict[tuple[str, int], str] = {
     ("libero_10", 2): f"the moka pot {POT} (0/2 measured)",
     ("libero_10", 8): f"the two moka pots {POT} (0/2 measured)",
-    ("libero_90", 21): f"the frying pan {POT} (0/2 measured)",
+    ("libero_90", 21): f"the frying pan {PAN} (0/2 measured)",
     ("libero_90", 38): f"the moka pot {POT} (0/2 measured)",
-    ("libero_90", 45): f"the frying pan {POT} (0/2 measured)",
+    ("libero_90", 45): f"the frying pan {PAN} (0/2 measured)",
     ("libero_90", 22): "the arm's forearm meets the white cabinet's top before its bottom "
     "drawer is shut (0/2 measured)",
     ("libero_10", 3): "the bowl goes into the white cabinet's bottom drawer, but the arm's "
@@ -65,18 +87,15 @@ CANNOT: dict[tuple[str, int], str] = {
     # libero_90, 5 episodes each (pytest benchmarks/test_libero.py -k test_success_rate
     # --benchmark-env=libero --benchmark-task=libero_90 --benchmark-obs=state
     # --benchmark-episodes=5 -n 2): the tasks at 0/5.
-    ("libero_90", 18): f"the frying pan {POT} (0/5 measured)",
+    ("libero_90", 18): f"the frying pan {PAN} (0/5 measured)",
     ("libero_90", 19): f"the moka pot {POT} (0/5 measured)",
     **{
         ("libero_90", i): "the frying pan onto, into or under the shelf (0/5 measured); not "
         "diagnosed"
         for i in (40, 41, 42)
     },
-    **{
-        ("libero_90", i): "every task of this white-cabinet kitchen fails, the bowl onto the "
-        "plate included (0/5 measured); not diagnosed"
-        for i in (29, 30, 31, 32)
-    },
+    ("libero_90", 32): "the ketchup into the white cabinet's top drawer, which lies under the "
+    "cabinet's top: lowered from above, the hand meets the top (0/5 measured)",
     **{
         ("libero_90", i): f"{BOOK} (0/5 measured)" for i in (73, 74, 75, 77, 78, 79, 80, 81, 82, 83)
     },
@@ -174,19 +193,67 @@ class PickPlaceExpert:
     def reset(self) -> None:
         sim = self.env.sim
         box = body_box(sim, self.env.obj_body_id[self.obj])
-        wide = box.size[1] > GRIPPER_SPAN
-        self.grasp = box.centre.copy()
-        if wide:  # a rim: one finger inside, one outside
-            self.grasp[1] = box.high[1] - 0.012
-            self.grasp[2] = box.high[2] - 0.015
-        else:
-            self.grasp[2] = max(box.high[2] - 0.035, box.low[2] + min(0.015, box.size[2] / 2))
+        # Fingers along y, unless something overhead (a cabinet's top) stands in the long
+        # hand's way there and not with the hand turned a quarter, fingers along x.
+        overhead = self._overhead(box)
+        self.turned = self._hits(overhead, self._grasp_point(box, 1), 1) and not self._hits(
+            overhead, self._grasp_point(box, 0), 0
+        )
+        self.fingers = FingerAxis(self.env)
+        self.line = ALONG_X if self.turned else ALONG_Y
+        # Turn only when needed (a turned object, or a hand a step before left turned), so a
+        # hand already along y gets exactly the actions it always had.
+        self.steer = self.turned or abs(self.fingers.yaw_to(ALONG_Y)) > TURNED_YAW
+        self.grasp = self._grasp_point(box, 0 if self.turned else 1)
         self.below_grasp = self.grasp[2] - box.low[2]  # object bottom under the fingers
         self.offset_xy = self.grasp[:2] - box.centre[:2]
         self.phase, self.count = 0, 0
 
     def holds(self) -> bool:
         return bool(self.env._eval_predicate([self.kind, self.obj, self.target]))
+
+    @staticmethod
+    def _grasp_point(box: Box, across: int) -> np.ndarray:
+        """Where the fingertips close on the object, closing along axis ``across`` (0: x, 1: y):
+        across its centre, or on its rim (one finger inside, one outside) when it is wider
+        than the open fingers."""
+        grasp = box.centre.copy()
+        if box.size[across] > GRIPPER_SPAN:
+            # The rim on the far side along y (as always); along x the side nearer the robot.
+            grasp[across] = box.high[1] - 0.012 if across else box.low[0] + 0.012
+            grasp[2] = box.high[2] - 0.015
+        else:
+            grasp[2] = max(box.high[2] - 0.035, box.low[2] + min(0.015, box.size[2] / 2))
+        return grasp
+
+    def _overhead(self, box: Box) -> list[Box]:
+        """The collision geoms of bodies that stand wholly above the object's top, within the
+        hand's height (a cabinet's top; not the upper part of a tall object beside it)."""
+        sim = self.env.sim
+        model, data = sim.model._model, sim.data._data
+        mine = body_tree(model, self.env.obj_body_id[self.obj])
+        bodies: dict[int, list[Box]] = {}
+        for geom in range(model.ngeom):
+            body = int(model.geom_bodyid[geom])
+            if body in mine or not collides(model, geom, affinity=True):
+                continue
+            if (sim.model.body_id2name(body) or "").startswith(ROBOT_PARTS):
+                continue
+            bodies.setdefault(body, []).append(geom_box(model, data, geom))
+        return [
+            part
+            for parts in bodies.values()
+            if box.high[2] < min(p.low[2] for p in parts) < box.high[2] + HAND_HEIGHT
+            for part in parts
+        ]
+
+    @staticmethod
+    def _hits(overhead: list[Box], grasp: np.ndarray, across: int) -> bool:
+        """Whether the hand over ``grasp``, its fingers closing along ``across``, meets one."""
+        half = np.full(2, HAND_HALF_WIDTH)
+        half[across] = HAND_HALF_LENGTH
+        low, high = grasp[:2] - half, grasp[:2] + half
+        return any(bool(np.all(o.low[:2] < high) & np.all(o.high[:2] > low)) for o in overhead)
 
     @property
     def released(self) -> bool:
@@ -234,9 +301,10 @@ class PickPlaceExpert:
         elif phase == "retreat":
             goal = np.array([eef[0], eef[1], high + 0.1])
         error = goal - eef
+        yaw = self.fingers.yaw_to(self.line) if self.steer else 0.0
         self.count += 1
         done = {
-            "above": np.linalg.norm(error) < 0.01 or self.count > 60,
+            "above": (np.linalg.norm(error) < 0.01 and abs(yaw) < TURNED_YAW) or self.count > 60,
             "descend": np.linalg.norm(error) < 0.006 or self.count > 40,
             "close": self.count > 12,
             "lift": abs(error[2]) < 0.01 or self.count > 40,
@@ -247,4 +315,4 @@ class PickPlaceExpert:
         }[phase]
         if done:
             self.phase, self.count = self.phase + 1, 0
-        return move(error, grip)
+        return move(error, grip, yaw)

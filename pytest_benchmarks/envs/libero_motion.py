@@ -72,25 +72,33 @@ def collides(model: Any, geom: int, affinity: bool = False) -> bool:
     return bool(model.geom_contype[geom]) or (affinity and bool(model.geom_conaffinity[geom]))
 
 
+def geom_box(model: Any, data: Any, geom: int) -> Box:
+    """The world AABB of one geom."""
+    rotation = data.geom_xmat[geom].reshape(3, 3)
+    centre = data.geom_xpos[geom] + rotation @ model.geom_aabb[geom][:3]
+    half = np.abs(rotation) @ model.geom_aabb[geom][3:]
+    return Box(centre - half, centre + half)
+
+
 def body_box(sim: Any, body_id: int, affinity: bool = False) -> Box:
     """The world AABB of a body's collision geoms (and its children's); ``affinity`` as in
     ``collides``."""
     model, data = sim.model._model, sim.data._data
-    bodies = {body_id} | {b for b in range(model.nbody) if _ancestor(model, b, body_id)}
-    lows, highs = [], []
-    for g in range(model.ngeom):
-        if model.geom_bodyid[g] not in bodies or not collides(model, g, affinity):
-            continue
-        centre, half = model.geom_aabb[g][:3], model.geom_aabb[g][3:]
-        rotation = data.geom_xmat[g].reshape(3, 3)
-        world_centre = data.geom_xpos[g] + rotation @ centre
-        world_half = np.abs(rotation) @ half
-        lows.append(world_centre - world_half)
-        highs.append(world_centre + world_half)
-    if not lows:
+    bodies = body_tree(model, body_id)
+    boxes = [
+        geom_box(model, data, g)
+        for g in range(model.ngeom)
+        if model.geom_bodyid[g] in bodies and collides(model, g, affinity)
+    ]
+    if not boxes:
         position = np.array(data.xpos[body_id])
         return Box(position - 0.02, position + 0.02)
-    return Box(np.min(lows, axis=0), np.max(highs, axis=0))
+    return Box(np.min([b.low for b in boxes], axis=0), np.max([b.high for b in boxes], axis=0))
+
+
+def body_tree(model: Any, body_id: int) -> set[int]:
+    """A body and every body below it."""
+    return {body_id} | {b for b in range(model.nbody) if _ancestor(model, b, body_id)}
 
 
 def _ancestor(model: Any, body: int, ancestor: int) -> bool:
