@@ -44,7 +44,7 @@ GOAL = re.compile(r"\(:goal(.*)", re.S | re.I)
 PREDICATE = re.compile(r"\((\w+)((?:\s+\w+)+)\s*\)")
 PICK_PLACE = ("on", "in")
 
-GRIPPER_SPAN = 0.075  # widest object the open fingers take across y, in metres
+GRIPPER_SPAN = 0.075  # widest object the open fingers take across their line, in metres
 #: The hand's footprint about the grasp point: about 20 cm long along the finger line, 9 cm
 #: across; and how far above the fingertips the hand and wrist reach.
 HAND_HALF_LENGTH, HAND_HALF_WIDTH, HAND_HEIGHT = 0.10, 0.045, 0.25
