@@ -292,10 +292,9 @@ def test_the_expert_moves_articulated_objects_until_libero_says_so(task):
 
 
 def test_the_finger_line_is_read_from_the_fingers_whatever_the_hands_yaw():
-    """A push turns the hand; the step after it plans from the yaw the hand really has, and a
-    push counts as released only once the hand is back along y."""
-    from pytest_benchmarks.envs.libero_joint_expert import HOME_YAW
-    from pytest_benchmarks.envs.libero_motion import FingerAxis, move
+    """A push turns the hand; the step after it plans from the yaw the hand really has, and
+    steering by the line brings a turned hand back along y."""
+    from pytest_benchmarks.envs.libero_motion import ON_LINE, FingerAxis, move
 
     task = catalog.get("libero").select(["libero_90/0"])[0]
     env = lib.LiberoTaskEnv(EnvConfig(task, 100, 0, obs="state"))
@@ -313,7 +312,7 @@ def test_the_finger_line_is_read_from_the_fingers_whatever_the_hands_yaw():
         assert FingerAxis(env._env.env).yaw_to(along_y) == pytest.approx(turned, abs=1e-9)
         for _ in range(15):
             env.step(move(np.zeros(3), -1.0, yaw=fingers.yaw_to(along_y)))
-        assert abs(fingers.yaw_to(along_y)) < HOME_YAW
+        assert abs(fingers.yaw_to(along_y)) < ON_LINE
     finally:
         env.close()
 

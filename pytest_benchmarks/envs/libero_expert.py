@@ -31,6 +31,7 @@ import numpy as np
 from pytest_benchmarks.envs.libero_joint_expert import PUSHES, JointPushExpert
 from pytest_benchmarks.envs.libero_motion import (
     CLEARANCE,
+    ON_LINE,
     Box,
     FingerAxis,
     body_box,
@@ -50,7 +51,6 @@ GRIPPER_SPAN = 0.075  # widest object the open fingers take across their line, i
 HAND_HALF_LENGTH, HAND_HALF_WIDTH, HAND_HEIGHT = 0.10, 0.045, 0.25
 ROBOT_PARTS = ("robot0_", "gripper0_", "mount0_")
 ALONG_X, ALONG_Y = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
-TURNED_YAW = 0.05  # radians off the wanted finger line that still count as on it
 
 
 def goal_of(bddl: Path) -> list[tuple[str, ...]]:
@@ -203,7 +203,7 @@ class PickPlaceExpert:
         self.line = ALONG_X if self.turned else ALONG_Y
         # Turn only when needed (a turned object, or a hand a step before left turned), so a
         # hand already along y gets exactly the actions it always had.
-        self.steer = self.turned or abs(self.fingers.yaw_to(ALONG_Y)) > TURNED_YAW
+        self.steer = self.turned or abs(self.fingers.yaw_to(ALONG_Y)) > ON_LINE
         self.grasp = self._grasp_point(box, 0 if self.turned else 1)
         self.below_grasp = self.grasp[2] - box.low[2]  # object bottom under the fingers
         self.offset_xy = self.grasp[:2] - box.centre[:2]
@@ -304,7 +304,7 @@ class PickPlaceExpert:
         yaw = self.fingers.yaw_to(self.line) if self.steer else 0.0
         self.count += 1
         done = {
-            "above": (np.linalg.norm(error) < 0.01 and abs(yaw) < TURNED_YAW) or self.count > 60,
+            "above": (np.linalg.norm(error) < 0.01 and abs(yaw) < ON_LINE) or self.count > 60,
             "descend": np.linalg.norm(error) < 0.006 or self.count > 40,
             "close": self.count > 12,
             "lift": abs(error[2]) < 0.01 or self.count > 40,

@@ -23,7 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from pytest_benchmarks.envs.libero_motion import CLEARANCE, FingerAxis, body_box, collides, move
+from pytest_benchmarks.envs.libero_motion import (
+    CLEARANCE,
+    ON_LINE,
+    FingerAxis,
+    body_box,
+    collides,
+    move,
+)
 
 #: The predicates these pushes make true, and which end of the object's range each aims for.
 PUSHES = {"close": "default_close_ranges", "turnon": "default_turnon_ranges",
@@ -36,7 +43,6 @@ STANDOFF = 0.035  # metres behind the pushed point where the closed fingers come
 FINGER_HALF_SPAN = 0.04
 LEAD = 0.045  # metres the push aims ahead of the pushed point (along the arc for hinges)
 RETREAT = 0.06  # metres back from the pushed point after the push
-HOME_YAW = 0.05  # radians: the hand counts as turned back once its fingers are this near y
 
 
 class JointPushExpert:
@@ -154,11 +160,11 @@ class JointPushExpert:
 
     @property
     def released(self) -> bool:
-        """The push is over, and the gripper has moved back up and turned back to its home yaw
-        (the next step plans with the fingers along y), or has tried to for 30 steps."""
+        """The push is over, and the gripper has moved back up and turned back to the yaw it had
+        when the step began, or has tried to for 30 steps."""
         if self.PHASES[min(self.phase, len(self.PHASES) - 1)] != "retreat" or self.count <= 5:
             return False
-        return abs(self.fingers.yaw_to(self.home, directed=True)) < HOME_YAW or self.count > 30
+        return abs(self.fingers.yaw_to(self.home, directed=True)) < ON_LINE or self.count > 30
 
     def holds(self) -> bool:
         return bool(self.env._eval_predicate([self.kind, self.obj]))
@@ -182,7 +188,7 @@ class JointPushExpert:
             yaw = self.fingers.yaw_to(self.push_line)
         self.count += 1
         done = {
-            "above": (np.linalg.norm(error) < 0.01 and abs(yaw) < 0.05) or self.count > 60,
+            "above": (np.linalg.norm(error) < 0.01 and abs(yaw) < ON_LINE) or self.count > 60,
             "descend": np.linalg.norm(error) < 0.006 or self.count > 40,
             "push": self.holds() or self._stalled(),
             "back": np.linalg.norm(error) < 0.01 or self.count > 20,

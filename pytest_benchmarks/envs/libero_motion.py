@@ -16,6 +16,7 @@ CLEARANCE = 0.10  # height above objects while moving, in metres
 
 
 YAW_GAIN = 2.0  # action units per radian of yaw error (OSC_POSE: 1.0 = 0.5 rad per step)
+ON_LINE = 0.05  # radians off a wanted finger line (or yaw) that still count as on it
 
 
 def move(error: np.ndarray, grip: float, yaw: float = 0.0) -> np.ndarray:
