@@ -1,16 +1,18 @@
 """A scripted expert for LIBERO, planned from the task's BDDL goal.
 
 A goal is one or more predicates: pick-and-place ``(On OBJECT TARGET)`` or ``(In OBJECT
-REGION)``, or a push of an articulated object, ``(Close DRAWER_REGION)``, ``(Close microwave_1)``,
-``(TurnOn flat_stove_1)``, ``(TurnOff flat_stove_1)`` (``libero_joint_expert``). It is read from
-the task's BDDL file (``goal_of`` needs no LIBERO import, so collection can tell which tasks are
+REGION)``; a push of an articulated object, ``(Close DRAWER_REGION)``, ``(Close microwave_1)``,
+``(TurnOn flat_stove_1)``, ``(TurnOff flat_stove_1)`` (``libero_joint_expert``); or a drawer
+pulled open by its handle, ``(Open DRAWER_REGION)`` (``libero_pull_expert``). It is read from the
+task's BDDL file (``goal_of`` needs no LIBERO import, so collection can tell which tasks are
 covered). Several predicates are done one after another (``plan_order``: an object another step
-places something on is placed first, a region is filled before it is closed), each step ending
-when LIBERO's own predicate holds after it lets go. The expert runs beside the simulator, in the
-process that steps the env, because it reads privileged state: poses, extents and joints from
-MuJoCo, never pixels. Each step it computes the next action in LIBERO's own action space
-(``libero_motion``): approach above the object, descend, close, lift, carry above the target,
-lower, open.
+places something on is placed first, a drawer is opened before it is filled and filled before it
+is closed; an ``In`` of a drawer's region is preceded by pulling the drawer open where it is
+not), each step ending when LIBERO's own predicate holds after it lets go. The expert runs
+beside the simulator, in the process that steps the env, because it reads privileged state:
+poses, extents and joints from MuJoCo, never pixels. Each step it computes the next action in
+LIBERO's own action space (``libero_motion``): approach above the object, descend, close, lift,
+carry above the target, lower, open.
 
 The Panda's fingers close along the world y axis with the default (downward) orientation, so a
 narrow object is grasped across y at its centre, and an object wider than the open gripper (a
@@ -40,10 +42,12 @@ from pytest_benchmarks.envs.libero_motion import (
     geom_box,
     move,
 )
+from pytest_benchmarks.envs.libero_pull_expert import SLIDE, HandlePullExpert
 
 GOAL = re.compile(r"\(:goal(.*)", re.S | re.I)
 PREDICATE = re.compile(r"\((\w+)((?:\s+\w+)+)\s*\)")
 PICK_PLACE = ("on", "in")
+DRAWER = "_region"  # an Open of a cabinet's region is its drawer's; of an object, a door
 
 GRIPPER_SPAN = 0.075  # widest object the open fingers take across their line, in metres
 #: The hand's footprint about the grasp point: about 20 cm long along the finger line, 9 cm
@@ -72,12 +76,20 @@ def goal_of(bddl: Path) -> list[tuple[str, ...]]:
 PAN = "onto the stove: never lifted, its handle lies along the fingers' closing line"
 POT = "onto the stove: never lifted, with its handle it is wider than the open fingers"
 BOOK = "the book must stand upright in a narrow compartment of the caddy"
+#: Traced (libero_goal/3, libero_90/8): the drawer pulled open stands over half the bowl in
+#: front of the cabinet, and the hand coming down to the bowl's rim meets it.
+UNDER_DRAWER = "the drawer, pulled open first, overhangs the bowl it is to take"
 CANNOT: dict[tuple[str, int], str] = {
     ("libero_10", 2): f"the moka pot {POT} (0/2 measured)",
     ("libero_10", 8): f"the two moka pots {POT} (0/2 measured)",
     ("libero_90", 21): f"the frying pan {PAN} (0/2 measured)",
     ("libero_90", 38): f"the moka pot {POT} (0/2 measured)",
     ("libero_90", 45): f"the frying pan {PAN} (0/2 measured)",
+    ("libero_90", 8): f"{UNDER_DRAWER} (0/5 measured)",
+    ("libero_90", 6): "the bottom drawer's handle is 4.5 cm above the table: the hand, turned "
+    "upright to straddle it, meets the table (0/3 measured)",
+    ("libero_90", 23): "the arm's forearm meets the white cabinet's top before its bottom "
+    "drawer is shut, as in libero_90/22 (0/5 measured)",
     ("libero_90", 22): "the arm's forearm meets the white cabinet's top before its bottom "
     "drawer is shut (0/2 measured)",
     ("libero_10", 3): "the bowl goes into the white cabinet's bottom drawer, but the arm's "
@@ -109,8 +121,7 @@ CANNOT: dict[tuple[str, int], str] = {
     "straight-down approach cannot reach its rim (0/5 measured)",
     ("libero_object", 1): "the cream cheese box lies flat across the grasp (8/50 measured: "
     "too few successes for the regression gate to be able to fail it)",
-    ("libero_goal", 3): "the drawer must be opened first; the goal names only the bowl in it "
-    "(0/5 measured)",
+    ("libero_goal", 3): f"{UNDER_DRAWER} (0/5 measured)",
     ("libero_10", 5): f"{BOOK} (0/5 measured)",
     ("libero_10", 1): "the cream cheese box, the first of two objects for the basket, lies flat "
     "across the grasp as in libero_object/1 (0/5 measured)",
@@ -125,10 +136,12 @@ def unsupported(goal: list[tuple[str, ...]]) -> str | None:
         kind, arity = predicate[0], len(predicate)
         if (kind in PICK_PLACE and arity == 3) or (kind in PUSHES and arity == 2):
             continue
+        if kind == "open" and arity == 2 and predicate[1].endswith(DRAWER):
+            continue
         which = "the goal is" if len(goal) == 1 else f"of {len(goal)} goal predicates, one is"
         what = " ".join(predicate)
         if kind == "open" and arity == 2:
-            return f"{which} ({what}): opening needs a grasp of the handle, not planned"
+            return f"{which} ({what}): only drawers are pulled open, not a hinged door"
         return f"{which} ({what}), not a pick-and-place (On/In) or a push (Close/TurnOn/TurnOff)"
     return None
 
@@ -137,6 +150,8 @@ def _waits_for(step: tuple[str, ...], other: tuple[str, ...]) -> bool:
     """Whether ``other`` must be done before ``step``."""
     if step[0] in PICK_PLACE and other[0] in PICK_PLACE:
         return other[1] == step[2]  # other moves the object step places something on
+    if step[0] in PICK_PLACE and other[0] == "open":  # open a drawer, then fill it
+        return other[1] == step[2]
     if step[0] == "close" and other[0] in PICK_PLACE:  # fill a drawer or an oven, then close it
         return other[2] == step[1] or other[2].startswith(step[1] + "_")
     return False
@@ -155,6 +170,30 @@ def plan_order(goal: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
     return ordered
 
 
+def _step(env: Any, predicate: tuple[str, ...]) -> Any:
+    if predicate[0] in PUSHES:
+        return JointPushExpert(env, predicate)
+    if predicate[0] == "open":
+        return HandlePullExpert(env, predicate)
+    return PickPlaceExpert(env, predicate)
+
+
+def _with_drawers_opened(env: Any, goal: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """The goal with an ``Open`` before each ``In`` of a drawer's region it does not open itself
+    (libero_goal/3 names only the bowl in the drawer); a drawer already open is not pulled."""
+    opened = {p[1] for p in goal if p[0] == "open"}
+    added = []
+    for kind, *args in goal:
+        target = args[-1]
+        site = env.object_sites_dict.get(target) if kind == "in" else None
+        if target.endswith(DRAWER) and getattr(site, "joints", None) and target not in opened:
+            joint = env.sim.model.joint_name2id(next(iter(site.joints)))
+            if int(env.sim.model._model.jnt_type[joint]) == SLIDE:
+                added.append(("open", target))
+                opened.add(target)
+    return added + goal
+
+
 class PlanExpert:
     """The goal's steps in ``plan_order``; ``act(eef_pos)`` gives the next 7-D action. A step is
     done once it let go and LIBERO's predicate holds; with the last step the expert keeps
@@ -162,10 +201,7 @@ class PlanExpert:
 
     def __init__(self, env: Any, goal: list[tuple[str, ...]]) -> None:
         self.env = env
-        self.steps = [
-            JointPushExpert(env, p) if p[0] in PUSHES else PickPlaceExpert(env, p)
-            for p in plan_order(goal)
-        ]
+        self.steps = [_step(env, p) for p in plan_order(_with_drawers_opened(env, goal))]
         self.index = 0
 
     def reset(self) -> None:

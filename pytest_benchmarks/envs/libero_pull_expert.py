@@ -1,0 +1,166 @@
+"""A scripted pull that opens a LIBERO cabinet drawer by its handle.
+
+A drawer's handle is a bar across its front, standing about 2 cm off it: too close for a finger
+to pass behind it from above. So the hand is turned to point horizontally into the drawer, its
+finger line vertical (first turned about z so that the fingers close along the slide, then a
+quarter about the horizontal axis across it), the open fingers straddle the bar above and below,
+close on it, and pull along the slide until LIBERO's ``Open`` predicate holds; then the hand lets
+go, backs off, rises and turns back to where it pointed before. The handle is the moving body's
+collision geom that stands farthest out along the opening direction; the pulled point follows
+the drawer as it slides. A hinged door (the microwave's) is not planned here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from pytest_benchmarks.envs.libero_motion import (
+    CLEARANCE,
+    GAIN,
+    YAW_GAIN,
+    FingerAxis,
+    collides,
+    geom_box,
+)
+
+SLIDE = 2  # mujoco.mjtJoint.mjJNT_SLIDE
+STANDOFF = 0.10  # metres out from the handle where the turned hand lines up with it
+BACK_OFF = 0.08  # metres the hand backs off along the slide after letting go
+TURNED = 0.05  # radians of orientation error that still count as turned
+
+
+class HandlePullExpert:
+    """Pulls one drawer open by its handle; ``act(eef_pos)`` gives the next 7-D action."""
+
+    PHASES = ("rise", "over", "line_up", "reach", "close", "pull", "release", "back", "retreat")
+
+    def __init__(self, env: Any, goal: tuple[str, ...]) -> None:
+        self.env = env  # LIBERO's problem env (ControlEnv.env)
+        self.kind, self.obj = goal
+        holder = env.object_sites_dict.get(self.obj) or env.get_object(self.obj)
+        self.joint_name = next(iter(holder.joints))
+        parent = getattr(holder, "parent_name", None) or self.obj
+        ranges = env.get_object(parent).object_properties["articulation"]["default_open_ranges"]
+        self.goal_qpos = float(np.mean(ranges))
+        self.site = env.sim.model.site_name2id(env.robots[0].gripper.important_sites["grip_site"])
+
+    def reset(self) -> None:
+        sim = self.env.sim
+        model, data = sim.model._model, sim.data._data
+        self.joint = sim.model.joint_name2id(self.joint_name)
+        if int(model.jnt_type[self.joint]) != SLIDE:
+            raise ValueError(f"{self.obj}: only drawers (slide joints) are pulled open")
+        self.body = int(model.jnt_bodyid[self.joint])
+        qpos = float(data.qpos[model.jnt_qposadr[self.joint]])
+        sign = 1.0 if self.goal_qpos > qpos else -1.0
+        self.out = sign * np.array(data.xaxis[self.joint])  # where the front moves as it opens
+        self.travel = abs(self.goal_qpos - qpos)
+        handle = self._handle(model, data)
+        rotation = data.xmat[self.body].reshape(3, 3)
+        self.local = rotation.T @ (handle - data.xpos[self.body])
+        # Fingers closing along the slide, then the hand pitched a quarter about the line across
+        # it: it points into the drawer and the finger line stands vertical.
+        self.home = Rotation.from_matrix(data.site_xmat[self.site].reshape(3, 3))
+        yaw = FingerAxis(self.env).yaw_to(self.out)
+        across = np.cross([0.0, 0.0, 1.0], self.out)
+        self.turned = (
+            Rotation.from_rotvec(across / np.linalg.norm(across) * np.pi / 2)
+            * Rotation.from_rotvec([0.0, 0.0, yaw])
+            * self.home
+        )
+        self.phase, self.count, self.pulled_from = 0, 0, handle
+        if self.holds():  # already open: nothing to pull, released at once
+            self.phase, self.count = len(self.PHASES) - 1, 41
+
+    def _handle(self, model: Any, data: Any) -> np.ndarray:
+        """The centre of the drawer's collision geom that stands farthest out along ``out``."""
+        boxes = [
+            geom_box(model, data, g)
+            for g in range(model.ngeom)
+            if model.geom_bodyid[g] == self.body and collides(model, g, affinity=True)
+        ]
+        if not boxes:
+            raise ValueError(f"{self.obj}: the drawer has no collision geoms to pull by")
+        reach = [float(np.maximum(b.low * self.out, b.high * self.out).sum()) for b in boxes]
+        return boxes[int(np.argmax(reach))].centre
+
+    def _point(self) -> np.ndarray:
+        data = self.env.sim.data._data
+        return data.xpos[self.body] + data.xmat[self.body].reshape(3, 3) @ self.local
+
+    def _qpos(self) -> float:
+        model, data = self.env.sim.model._model, self.env.sim.data._data
+        return float(data.qpos[model.jnt_qposadr[self.joint]])
+
+    @property
+    def released(self) -> bool:
+        """The drawer was let go, and the hand has risen and turned back to where it pointed
+        before (or has tried to for 40 steps)."""
+        if self.PHASES[min(self.phase, len(self.PHASES) - 1)] != "retreat" or self.count <= 5:
+            return False
+        return self._off(self.home) < TURNED or self.count > 40
+
+    def _turn(self, orientation: Rotation) -> np.ndarray:
+        """The rotation vector (world frame, as OSC_POSE takes it) from the hand to there."""
+        now = Rotation.from_matrix(self.env.sim.data._data.site_xmat[self.site].reshape(3, 3))
+        return (orientation * now.inv()).as_rotvec()
+
+    def _off(self, orientation: Rotation) -> float:
+        return float(np.linalg.norm(self._turn(orientation)))
+
+    def holds(self) -> bool:
+        return bool(self.env._eval_predicate([self.kind, self.obj]))
+
+    def act(self, eef: np.ndarray) -> np.ndarray:
+        phase = self.PHASES[min(self.phase, len(self.PHASES) - 1)]
+        handle = self._point()
+        line_up = handle + STANDOFF * self.out
+        orientation = self.home
+        grip = 1.0 if phase in ("close", "pull") else -1.0
+        above = line_up + np.array([0.0, 0.0, CLEARANCE])
+        if phase == "rise":
+            goal = np.array([eef[0], eef[1], max(eef[2], above[2])])
+            orientation = self.turned
+        elif phase == "over":  # the turned hand reaches half its length below its centre
+            goal, orientation = above, self.turned
+        elif phase == "line_up":
+            goal, orientation = line_up, self.turned
+        elif phase in ("reach", "close"):
+            goal, orientation = handle, self.turned
+        elif phase == "pull":
+            goal, orientation = self.pulled_from + (self.travel + 0.02) * self.out, self.turned
+        elif phase == "release":
+            goal, orientation = eef, self.turned
+        elif phase == "back":
+            goal, orientation = self.pulled_from + BACK_OFF * self.out, self.turned
+        else:
+            goal = np.array([eef[0], eef[1], self.pulled_from[2] + CLEARANCE])
+        error = goal - eef
+        turn = self._turn(orientation)
+        self.count += 1
+        turned = float(np.linalg.norm(turn)) < TURNED
+        done = {
+            "rise": (abs(error[2]) < 0.02 and turned) or self.count > 40,
+            "over": (np.linalg.norm(error) < 0.02 and turned) or self.count > 60,
+            "line_up": (np.linalg.norm(error) < 0.01 and turned) or self.count > 80,
+            "reach": np.linalg.norm(error) < 0.006 or self.count > 40,
+            "close": self.count > 12,
+            "pull": self.holds() or self.count > 80,
+            "release": self.count > 10,
+            "back": np.linalg.norm(error) < 0.01 or self.count > 30,
+            "retreat": False,
+        }[phase]
+        if done:
+            if phase == "close":
+                self.pulled_from = handle
+            if phase == "release":
+                self.pulled_from = eef.copy()
+            self.phase, self.count = self.phase + 1, 0
+        action = np.zeros(7)
+        action[:3] = np.clip(error * GAIN, -1.0, 1.0)
+        action[3:6] = np.clip(turn * YAW_GAIN, -1.0, 1.0)
+        action[6] = grip
+        return action
