@@ -229,7 +229,7 @@ def test_scripted_expert_covers_pick_and_place_goals_from_bddl():
         for suite in ("libero_spatial", "libero_object", "libero_goal", "libero_10")
     }
     # Goals the expert plans but is known to fail are left out, with why.
-    assert covered == {"libero_spatial": 9, "libero_object": 9, "libero_goal": 9, "libero_10": 4}
+    assert covered == {"libero_spatial": 9, "libero_object": 10, "libero_goal": 9, "libero_10": 4}
     bowl = benchmark.select(["libero_spatial/4"])[0]
     assert benchmark.scripted_missing(bowl) == (
         "no scripted expert: the bowl sits in the top drawer, under the cabinet's top: the "
@@ -366,6 +366,33 @@ def test_the_hand_turns_a_quarter_where_a_cabinet_top_overhangs_the_object():
     assert turned == {"libero_90/30": True, "libero_spatial/0": False}
     run = evaluate("libero", "scripted", tasks=["libero_90/30"], episodes=1, obs="state", sync=True)
     assert run.results[0].episodes[0].success  # LIBERO's own check: the bowl is on the plate
+
+
+def test_a_grasp_across_a_flat_box_slides_away_from_a_bottle_beside_it():
+    """libero_object/1: the tomato sauce stands within the hand's reach of the cream cheese box's
+    centre; the grasp slides along the box, away from it, and the episode ends in LIBERO's
+    success. libero_object/0's soup can has nothing beside it: the centre, as always."""
+    from pytest_benchmarks.api import evaluate
+    from pytest_benchmarks.envs.libero_motion import body_box
+
+    slid = {}
+    for name in ("libero_object/1", "libero_object/0"):
+        task = catalog.get("libero").select([name])[0]
+        env = lib.LiberoTaskEnv(EnvConfig(task, 10, 1000, obs="state", privileged=True))
+        try:
+            env.reset(seed=1000, options={"init_state": 0})
+            (step,) = env._expert.steps
+            box = body_box(env._env.env.sim, env._env.env.obj_body_id[step.obj])
+            assert not step.turned and step.grasp[1] == pytest.approx(box.centre[1])
+            assert box.low[0] + 0.012 <= step.grasp[0] <= box.high[0] - 0.012
+            slid[name] = round(float(step.grasp[0] - box.centre[0]), 3)
+        finally:
+            env.close()
+    # The sauce stands at +x of the box: the hand moves toward -x.
+    assert slid["libero_object/1"] < -0.015 and slid["libero_object/0"] == 0.0
+    run = evaluate("libero", "scripted", tasks=["libero_object/1"], episodes=1, obs="state",
+                   sync=True)  # fmt: skip
+    assert run.results[0].episodes[0].success
 
 
 def test_scripted_expert_succeeds_through_pytest(pytester: pytest.Pytester):

@@ -19,7 +19,9 @@ narrow object is grasped across y at its centre, and an object wider than the op
 bowl) by its rim, offset along y. The hand is about 20 cm long along its finger line: where a
 body standing wholly above the object (a cabinet's top) lies in that footprint and not in the
 footprint turned a quarter, the hand turns so that its fingers close along x, and the grasp is
-on the rim nearer the robot.
+on the rim nearer the robot. Where something standing beside a narrow object rises into the
+hand's footprint (a bottle beside a flat box), the grasp slides along the object's length to the
+nearest place clear of it.
 """
 
 from __future__ import annotations
@@ -53,6 +55,10 @@ GRIPPER_SPAN = 0.075  # widest object the open fingers take across their line, i
 #: The hand's footprint about the grasp point: about 20 cm long along the finger line, 9 cm
 #: across; and how far above the fingertips the hand and wrist reach.
 HAND_HALF_LENGTH, HAND_HALF_WIDTH, HAND_HEIGHT = 0.10, 0.045, 0.25
+#: The hand itself (not the wrist): how far it reaches across the finger line (its 7 cm, and
+#: half a centimetre to spare) and above the fingertips' centre; how far inside an object's ends
+#: the fingers (1.7 cm wide) close on it.
+HAND_SIDE, HAND_BOTTOM, HAND_TOP, FINGER_END = 0.04, 0.024, 0.126, 0.012
 ROBOT_PARTS = ("robot0_", "gripper0_", "mount0_")
 ALONG_X, ALONG_Y = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
 
@@ -115,16 +121,15 @@ CANNOT: dict[tuple[str, int], str] = {
         ("libero_90", i): "a book onto or under the shelf (0/5 measured); not diagnosed"
         for i in (86, 88, 89)
     },
-    ("libero_90", 84): "the mug beside the caddy: a table region next to it (0/5 measured); not "
-    "diagnosed",
+    ("libero_90", 84): "the mug stands at the arm's full reach, 0.78 m from its base: lifted "
+    "there, the arm is straight (its elbow at the joint's limit) and cannot draw back toward "
+    "the caddy (0/5 measured)",
     ("libero_spatial", 4): "the bowl sits in the top drawer, under the cabinet's top: the "
     "straight-down approach cannot reach its rim (0/5 measured)",
-    ("libero_object", 1): "the cream cheese box lies flat across the grasp (8/50 measured: "
-    "too few successes for the regression gate to be able to fail it)",
     ("libero_goal", 3): f"{UNDER_DRAWER} (0/5 measured)",
     ("libero_10", 5): f"{BOOK} (0/5 measured)",
-    ("libero_10", 1): "the cream cheese box, the first of two objects for the basket, lies flat "
-    "across the grasp as in libero_object/1 (0/5 measured)",
+    ("libero_10", 1): "the cream cheese box goes into the basket; reaching down to the butter "
+    "beside it, the forearm meets the basket and carries it off (0/5 measured)",
 }
 
 
@@ -231,7 +236,8 @@ class PickPlaceExpert:
         box = body_box(sim, self.env.obj_body_id[self.obj])
         # Fingers along y, unless something overhead (a cabinet's top) stands in the long
         # hand's way there and not with the hand turned a quarter, fingers along x.
-        overhead = self._overhead(box)
+        bodies = self._bodies()
+        overhead = self._overhead(box, bodies)
         self.turned = self._hits(overhead, self._grasp_point(box, 1), 1) and not self._hits(
             overhead, self._grasp_point(box, 0), 0
         )
@@ -240,7 +246,11 @@ class PickPlaceExpert:
         # Turn only when needed (a turned object, or a hand a step before left turned), so a
         # hand already along y gets exactly the actions it always had.
         self.steer = self.turned or abs(self.fingers.yaw_to(ALONG_Y)) > ON_LINE
-        self.grasp = self._grasp_point(box, 0 if self.turned else 1)
+        across = 0 if self.turned else 1
+        self.grasp = self._grasp_point(box, across)
+        if box.size[across] <= GRIPPER_SPAN:  # across its centre: it may slide along its length
+            parts = [part for parts in bodies.values() for part in parts]
+            self.grasp = self._slid_clear(box, self.grasp, across, parts)
         self.below_grasp = self.grasp[2] - box.low[2]  # object bottom under the fingers
         self.offset_xy = self.grasp[:2] - box.centre[:2]
         self.phase, self.count = 0, 0
@@ -262,9 +272,8 @@ class PickPlaceExpert:
             grasp[2] = max(box.high[2] - 0.035, box.low[2] + min(0.015, box.size[2] / 2))
         return grasp
 
-    def _overhead(self, box: Box) -> list[Box]:
-        """The collision geoms of bodies that stand wholly above the object's top, within the
-        hand's height (a cabinet's top; not the upper part of a tall object beside it)."""
+    def _bodies(self) -> dict[int, list[Box]]:
+        """The world boxes of the collision geoms of every body but the robot and the object."""
         sim = self.env.sim
         model, data = sim.model._model, sim.data._data
         mine = body_tree(model, self.env.obj_body_id[self.obj])
@@ -276,6 +285,12 @@ class PickPlaceExpert:
             if (sim.model.body_id2name(body) or "").startswith(ROBOT_PARTS):
                 continue
             bodies.setdefault(body, []).append(geom_box(model, data, geom))
+        return bodies
+
+    @staticmethod
+    def _overhead(box: Box, bodies: dict[int, list[Box]]) -> list[Box]:
+        """The parts of bodies that stand wholly above the object's top, within the hand's
+        height (a cabinet's top; not the upper part of a tall object beside it)."""
         return [
             part
             for parts in bodies.values()
@@ -283,10 +298,35 @@ class PickPlaceExpert:
             for part in parts
         ]
 
+    @classmethod
+    def _slid_clear(cls, box: Box, grasp: np.ndarray, across: int, parts: list[Box]) -> np.ndarray:
+        """A grasp across the object's centre slid along its length (the fingers kept inside its
+        ends) to the nearest place where the hand meets nothing standing beside it as high as the
+        hand (a bottle beside a flat box); where it meets nothing there, or nowhere is clear, the
+        grasp is left as it is."""
+        rising = [
+            p
+            for p in parts
+            if p.high[2] > grasp[2] + HAND_BOTTOM and p.low[2] < grasp[2] + HAND_TOP
+        ]
+        if not cls._hits(rising, grasp, across, HAND_SIDE):
+            return grasp
+        along = 1 - across
+        reach = box.size[along] / 2 - FINGER_END
+        for offset in sorted(np.arange(-reach, reach + 1e-9, 0.005), key=abs):
+            slid = grasp.copy()
+            slid[along] += offset
+            if not cls._hits(rising, slid, across, HAND_SIDE):
+                return slid
+        return grasp
+
     @staticmethod
-    def _hits(overhead: list[Box], grasp: np.ndarray, across: int) -> bool:
-        """Whether the hand over ``grasp``, its fingers closing along ``across``, meets one."""
-        half = np.full(2, HAND_HALF_WIDTH)
+    def _hits(
+        overhead: list[Box], grasp: np.ndarray, across: int, side: float = HAND_HALF_WIDTH
+    ) -> bool:
+        """Whether the hand over ``grasp``, its fingers closing along ``across`` and reaching
+        ``side`` across them, meets one."""
+        half = np.full(2, side)
         half[across] = HAND_HALF_LENGTH
         low, high = grasp[:2] - half, grasp[:2] + half
         return any(bool(np.all(o.low[:2] < high) & np.all(o.high[:2] > low)) for o in overhead)
