@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -340,29 +341,36 @@ def test_the_finger_line_is_read_from_the_fingers_whatever_the_hands_yaw():
         env.close()
 
 
+def first_step(name: str) -> tuple[Any, Any]:
+    """The expert's one pick-and-place step of a task as planned at initial state 0, and the
+    object's world box then."""
+    from pytest_benchmarks.envs.libero_motion import body_box
+
+    task = catalog.get("libero").select([name])[0]
+    env = lib.LiberoTaskEnv(EnvConfig(task, 10, 1000, obs="state", privileged=True))
+    try:
+        env.reset(seed=1000, options={"init_state": 0})
+        (step,) = env._expert.steps
+        return step, body_box(env._env.env.sim, env._env.env.obj_body_id[step.obj])
+    finally:
+        env.close()
+
+
 def test_the_hand_turns_a_quarter_where_a_cabinet_top_overhangs_the_object():
     """libero_90/30: the bowl stands beside the white cabinet, under the reach of its top along
     y; fingers along x clear it. libero_spatial/0's bowl has nothing above it: fingers along y,
     the grasp unchanged."""
     from pytest_benchmarks.api import evaluate
-    from pytest_benchmarks.envs.libero_motion import body_box
 
     turned = {}
     for name in ("libero_90/30", "libero_spatial/0"):
-        task = catalog.get("libero").select([name])[0]
-        env = lib.LiberoTaskEnv(EnvConfig(task, 10, 1000, obs="state", privileged=True))
-        try:
-            env.reset(seed=1000, options={"init_state": 0})
-            (step,) = env._expert.steps
-            box = body_box(env._env.env.sim, env._env.env.obj_body_id[step.obj])
-            turned[name] = step.turned
-            if step.turned:  # the rim nearer the robot, the fingers closing along x
-                assert step.grasp[0] == pytest.approx(box.low[0] + 0.012)
-                assert step.grasp[1] == pytest.approx(box.centre[1])
-            else:  # the far rim along y, as always
-                assert step.grasp[1] == pytest.approx(box.high[1] - 0.012)
-        finally:
-            env.close()
+        step, box = first_step(name)
+        turned[name] = step.turned
+        if step.turned:  # the rim nearer the robot, the fingers closing along x
+            assert step.grasp[0] == pytest.approx(box.low[0] + 0.012)
+            assert step.grasp[1] == pytest.approx(box.centre[1])
+        else:  # the far rim along y, as always
+            assert step.grasp[1] == pytest.approx(box.high[1] - 0.012)
     assert turned == {"libero_90/30": True, "libero_spatial/0": False}
     run = evaluate("libero", "scripted", tasks=["libero_90/30"], episodes=1, obs="state", sync=True)
     assert run.results[0].episodes[0].success  # LIBERO's own check: the bowl is on the plate
@@ -373,21 +381,13 @@ def test_a_grasp_across_a_flat_box_slides_away_from_a_bottle_beside_it():
     centre; the grasp slides along the box, away from it, and the episode ends in LIBERO's
     success. libero_object/0's soup can has nothing beside it: the centre, as always."""
     from pytest_benchmarks.api import evaluate
-    from pytest_benchmarks.envs.libero_motion import body_box
 
     slid = {}
     for name in ("libero_object/1", "libero_object/0"):
-        task = catalog.get("libero").select([name])[0]
-        env = lib.LiberoTaskEnv(EnvConfig(task, 10, 1000, obs="state", privileged=True))
-        try:
-            env.reset(seed=1000, options={"init_state": 0})
-            (step,) = env._expert.steps
-            box = body_box(env._env.env.sim, env._env.env.obj_body_id[step.obj])
-            assert not step.turned and step.grasp[1] == pytest.approx(box.centre[1])
-            assert box.low[0] + 0.012 <= step.grasp[0] <= box.high[0] - 0.012
-            slid[name] = round(float(step.grasp[0] - box.centre[0]), 3)
-        finally:
-            env.close()
+        step, box = first_step(name)
+        assert not step.turned and step.grasp[1] == pytest.approx(box.centre[1])
+        assert box.low[0] + 0.012 <= step.grasp[0] <= box.high[0] - 0.012
+        slid[name] = round(float(step.grasp[0] - box.centre[0]), 3)
     # The sauce stands at +x of the box: the hand moves toward -x.
     assert slid["libero_object/1"] < -0.015 and slid["libero_object/0"] == 0.0
     run = evaluate("libero", "scripted", tasks=["libero_object/1"], episodes=1, obs="state",

@@ -29,6 +29,7 @@ from pytest_benchmarks.envs.libero_motion import (
     FingerAxis,
     body_box,
     collides,
+    joint_goal,
     move,
 )
 
@@ -54,11 +55,7 @@ class JointPushExpert:
     def __init__(self, env: Any, goal: tuple[str, ...]) -> None:
         self.env = env  # LIBERO's problem env (ControlEnv.env)
         self.kind, self.obj = goal
-        holder = env.object_sites_dict.get(self.obj) or env.get_object(self.obj)
-        self.joint_name = next(iter(holder.joints))
-        parent = getattr(holder, "parent_name", None) or self.obj
-        ranges = env.get_object(parent).object_properties["articulation"][PUSHES[self.kind]]
-        self.goal_qpos = float(np.mean(ranges))
+        self.joint_name, self.goal_qpos = joint_goal(env, self.obj, PUSHES[self.kind])
 
     def reset(self) -> None:
         model = self.env.sim.model._model

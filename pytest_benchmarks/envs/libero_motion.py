@@ -19,6 +19,15 @@ YAW_GAIN = 2.0  # action units per radian of yaw error (OSC_POSE: 1.0 = 0.5 rad 
 ON_LINE = 0.05  # radians off a wanted finger line (or yaw) that still count as on it
 
 
+def joint_goal(env: Any, obj: str, ranges: str) -> tuple[str, float]:
+    """The joint an articulated object (or an object's region) moves by, and the middle of the
+    range its object class declares under ``ranges`` (``default_open_ranges``, ...)."""
+    holder = env.object_sites_dict.get(obj) or env.get_object(obj)
+    parent = getattr(holder, "parent_name", None) or obj
+    span = env.get_object(parent).object_properties["articulation"][ranges]
+    return next(iter(holder.joints)), float(np.mean(span))
+
+
 def move(error: np.ndarray, grip: float, yaw: float = 0.0) -> np.ndarray:
     """The 7-D action that moves the end effector by ``error`` (metres) and turns it by ``yaw``
     (radians, about the world z axis), gripper ``grip``."""

@@ -24,6 +24,7 @@ from pytest_benchmarks.envs.libero_motion import (
     FingerAxis,
     collides,
     geom_box,
+    joint_goal,
 )
 
 SLIDE = 2  # mujoco.mjtJoint.mjJNT_SLIDE
@@ -40,11 +41,7 @@ class HandlePullExpert:
     def __init__(self, env: Any, goal: tuple[str, ...]) -> None:
         self.env = env  # LIBERO's problem env (ControlEnv.env)
         self.kind, self.obj = goal
-        holder = env.object_sites_dict.get(self.obj) or env.get_object(self.obj)
-        self.joint_name = next(iter(holder.joints))
-        parent = getattr(holder, "parent_name", None) or self.obj
-        ranges = env.get_object(parent).object_properties["articulation"]["default_open_ranges"]
-        self.goal_qpos = float(np.mean(ranges))
+        self.joint_name, self.goal_qpos = joint_goal(env, self.obj, "default_open_ranges")
         self.site = env.sim.model.site_name2id(env.robots[0].gripper.important_sites["grip_site"])
 
     def reset(self) -> None:
