@@ -2,17 +2,18 @@
 
 A goal is one or more predicates: pick-and-place ``(On OBJECT TARGET)`` or ``(In OBJECT
 REGION)``; a push of an articulated object, ``(Close DRAWER_REGION)``, ``(Close microwave_1)``,
-``(TurnOn flat_stove_1)``, ``(TurnOff flat_stove_1)`` (``libero_joint_expert``); or a drawer
-pulled open by its handle, ``(Open DRAWER_REGION)`` (``libero_pull_expert``). It is read from the
-task's BDDL file (``goal_of`` needs no LIBERO import, so collection can tell which tasks are
-covered). Several predicates are done one after another (``plan_order``: an object another step
-places something on is placed first, a drawer is opened before it is filled and filled before it
-is closed; an ``In`` of a drawer's region is preceded by pulling the drawer open where it is
-not), each step ending when LIBERO's own predicate holds after it lets go. The expert runs
-beside the simulator, in the process that steps the env, because it reads privileged state:
-poses, extents and joints from MuJoCo, never pixels. Each step it computes the next action in
-LIBERO's own action space (``libero_motion``): approach above the object, descend, close, lift,
-carry above the target, lower, open.
+``(TurnOn flat_stove_1)``, ``(TurnOff flat_stove_1)`` (``libero_joint_expert``); or a pull by a
+handle, a drawer's, ``(Open DRAWER_REGION)`` (``libero_pull_expert``), or the microwave's door's,
+``(Open microwave_1)`` (``libero_door_expert``). It is read from the task's BDDL file
+(``goal_of`` needs no LIBERO import, so collection can tell which tasks are covered). Several
+predicates are done one after another (``plan_order``: an object another step places something on
+is placed first, a drawer is opened before it is filled and filled before it is closed; an ``In``
+of a drawer's region is preceded by pulling the drawer open where it is not), each step ending
+when LIBERO's own predicate holds after it lets go. The expert runs beside the simulator, in the
+process that steps the env, because it reads privileged state: poses, extents and joints from
+MuJoCo, never pixels. Each step it computes the next action in LIBERO's own action space
+(``libero_motion``): approach above the object, descend, close, lift, carry above the target,
+lower, open.
 
 The Panda's fingers close along the world y axis with the default (downward) orientation, so a
 narrow object is grasped across y at its centre, and an object wider than the open gripper (a
@@ -34,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_benchmarks.envs.libero_door_expert import DoorPullExpert
 from pytest_benchmarks.envs.libero_joint_expert import PUSHES, JointPushExpert
 from pytest_benchmarks.envs.libero_motion import (
     CLEARANCE,
@@ -51,7 +53,7 @@ from pytest_benchmarks.envs.libero_pull_expert import SLIDE, HandlePullExpert
 GOAL = re.compile(r"\(:goal(.*)", re.S | re.I)
 PREDICATE = re.compile(r"\((\w+)((?:\s+\w+)+)\s*\)")
 PICK_PLACE = ("on", "in")
-DRAWER = "_region"  # an Open of a cabinet's region is its drawer's; of an object, a door
+DRAWER = "_region"  # an Open of a cabinet's region is its drawer's; of an object, its door
 
 GRIPPER_SPAN = 0.075  # widest object the open fingers take across their line, in metres
 #: The hand's footprint about the grasp point: about 20 cm long along the finger line, 9 cm
@@ -139,13 +141,14 @@ def unsupported(goal: list[tuple[str, ...]]) -> str | None:
         kind, arity = predicate[0], len(predicate)
         if (kind in PICK_PLACE and arity == 3) or (kind in PUSHES and arity == 2):
             continue
-        if kind == "open" and arity == 2 and predicate[1].endswith(DRAWER):
+        if kind == "open" and arity == 2:
             continue
         which = "the goal is" if len(goal) == 1 else f"of {len(goal)} goal predicates, one is"
         what = " ".join(predicate)
-        if kind == "open" and arity == 2:
-            return f"{which} ({what}): only drawers are pulled open, not a hinged door"
-        return f"{which} ({what}), not a pick-and-place (On/In) or a push (Close/TurnOn/TurnOff)"
+        return (
+            f"{which} ({what}), not a pick-and-place (On/In), a push (Close/TurnOn/TurnOff) or "
+            "a pull (Open)"
+        )
     return None
 
 
@@ -176,8 +179,10 @@ def plan_order(goal: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
 def _step(env: Any, predicate: tuple[str, ...]) -> Any:
     if predicate[0] in PUSHES:
         return JointPushExpert(env, predicate)
-    if predicate[0] == "open":
+    if predicate[0] == "open" and predicate[1].endswith(DRAWER):
         return HandlePullExpert(env, predicate)
+    if predicate[0] == "open":
+        return DoorPullExpert(env, predicate)
     return PickPlaceExpert(env, predicate)
 
 

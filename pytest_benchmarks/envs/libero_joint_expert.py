@@ -13,8 +13,8 @@ LIBERO's own predicate holds or the joint stops moving; then back out and up. A 
 did not finish (a door nearly shut, where the leading finger has no room) is pushed once more,
 by the closed fingers.
 
-Opening a drawer is a pull by its handle (``libero_pull_expert``); the microwave's door is not
-opened.
+Opening is a pull by the handle: a drawer's (``libero_pull_expert``), the microwave's door's
+(``libero_door_expert``).
 """
 
 from __future__ import annotations

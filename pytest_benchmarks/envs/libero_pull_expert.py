@@ -7,7 +7,7 @@ quarter about the horizontal axis across it), the open fingers straddle the bar 
 close on it, and pull along the slide until LIBERO's ``Open`` predicate holds; then the hand lets
 go, backs off, rises and turns back to where it pointed before. The handle is the moving body's
 collision geom that stands farthest out along the opening direction; the pulled point follows
-the drawer as it slides. A hinged door (the microwave's) is not planned here.
+the drawer as it slides. A hinged door (the microwave's) is swung open by ``libero_door_expert``.
 """
 
 from __future__ import annotations
