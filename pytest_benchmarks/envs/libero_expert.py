@@ -299,8 +299,9 @@ class PickPlaceExpert:
     def _handle(self) -> Box | None:
         """The object's handle: its part that stands out farthest from its centre of mass, thin
         across one horizontal axis (the fingers close across it) and at least 1.5 cm tall, and
-        at least 3 cm farther out than any of its thick parts (its body). None where no part
-        stands out so (a bowl's rim is as far out all round)."""
+        at least 3 cm farther out than any of its thick parts (its body); None where no thin
+        part stands out so. (A bowl's rim segments pass this too: which objects are taken by
+        the handle is ``BY_HANDLE``'s choice, not this test's.)"""
         sim = self.env.sim
         model, data = sim.model._model, sim.data._data
         body = self.env.obj_body_id[self.obj]
