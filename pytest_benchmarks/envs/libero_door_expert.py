@@ -19,8 +19,8 @@ from pytest_benchmarks.envs.libero_motion import (
     ON_LINE,
     Box,
     FingerAxis,
-    collides,
-    geom_box,
+    ahead_on_arc,
+    geom_boxes,
     joint_goal,
     move,
 )
@@ -66,11 +66,7 @@ class DoorPullExpert:
         """The door's collision geom farthest from its hinge (the handle at its free edge), and
         its largest (the panel)."""
         anchor = np.array(data.xanchor[self.joint])
-        boxes = [
-            geom_box(model, data, g)
-            for g in range(model.ngeom)
-            if model.geom_bodyid[g] == self.body and collides(model, g, affinity=True)
-        ]
+        boxes = geom_boxes(model, data, {self.body}, affinity=True)
         if not boxes:
             raise ValueError(f"{self.obj}: the door has no collision geoms to pull by")
         handle = max(boxes, key=lambda b: float(np.linalg.norm((b.centre - anchor)[:2])))
@@ -88,15 +84,7 @@ class DoorPullExpert:
 
     def _aim(self) -> np.ndarray:
         """The grasped point turned ahead round the hinge, toward the goal."""
-        data = self.env.sim.data._data
-        anchor, axis = np.array(data.xanchor[self.joint]), np.array(data.xaxis[self.joint])
-        offset = self._point() - anchor
-        radius = float(np.linalg.norm(offset - (offset @ axis) * axis))
-        angle = self.sign * min(LEAD / max(radius, 1e-3), 1.0)
-        # Rodrigues' rotation of the grasped point about the hinge.
-        rotated = (offset * np.cos(angle) + np.cross(axis, offset) * np.sin(angle)
-                   + axis * (axis @ offset) * (1 - np.cos(angle)))  # fmt: skip
-        return anchor + rotated
+        return ahead_on_arc(self.env.sim.data._data, self.joint, self._point(), self.sign * LEAD)
 
     @property
     def released(self) -> bool:

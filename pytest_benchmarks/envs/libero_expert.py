@@ -46,6 +46,7 @@ from pytest_benchmarks.envs.libero_motion import (
     body_tree,
     collides,
     geom_box,
+    geom_boxes,
     move,
 )
 from pytest_benchmarks.envs.libero_pull_expert import SLIDE, HandlePullExpert
@@ -305,13 +306,8 @@ class PickPlaceExpert:
         sim = self.env.sim
         model, data = sim.model._model, sim.data._data
         body = self.env.obj_body_id[self.obj]
-        mine = body_tree(model, body)
         centre = np.array(data.xipos[body][:2])
-        parts = [
-            geom_box(model, data, g)
-            for g in range(model.ngeom)
-            if model.geom_bodyid[g] in mine and collides(model, g, affinity=True)
-        ]
+        parts = geom_boxes(model, data, body_tree(model, body), affinity=True)
         thin = [p for p in parts if min(p.size[:2]) <= HANDLE_WIDTH and p.size[2] >= 0.015]
         thick = [p for p in parts if min(p.size[:2]) > HANDLE_WIDTH]
         if not thin or not thick:

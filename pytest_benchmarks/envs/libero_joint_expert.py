@@ -27,6 +27,7 @@ from pytest_benchmarks.envs.libero_motion import (
     CLEARANCE,
     ON_LINE,
     FingerAxis,
+    ahead_on_arc,
     body_box,
     collides,
     joint_goal,
@@ -145,15 +146,8 @@ class JointPushExpert:
         point = self._point()
         if self.slide:
             return point + (LEAD + self.ahead) * self._direction(point)
-        data = self.env.sim.data._data
-        anchor, axis = np.array(data.xanchor[self.joint]), np.array(data.xaxis[self.joint])
-        offset = point - anchor
-        radius = float(np.linalg.norm(offset - (offset @ axis) * axis))
-        angle = self.sign * min(LEAD / max(radius, 1e-3), 1.0)
-        # Rodrigues' rotation of the pushed point about the hinge, ahead of where it is.
-        rotated = (offset * np.cos(angle) + np.cross(axis, offset) * np.sin(angle)
-                   + axis * (axis @ offset) * (1 - np.cos(angle)))  # fmt: skip
-        return anchor + rotated + self.ahead * self._direction(point)
+        ahead = ahead_on_arc(self.env.sim.data._data, self.joint, point, self.sign * LEAD)
+        return ahead + self.ahead * self._direction(point)
 
     @property
     def released(self) -> bool:

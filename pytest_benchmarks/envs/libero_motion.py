@@ -90,16 +90,32 @@ def geom_box(model: Any, data: Any, geom: int) -> Box:
     return Box(centre - half, centre + half)
 
 
-def body_box(sim: Any, body_id: int, affinity: bool = False) -> Box:
-    """The world AABB of a body's collision geoms (and its children's); ``affinity`` as in
-    ``collides``."""
-    model, data = sim.model._model, sim.data._data
-    bodies = body_tree(model, body_id)
-    boxes = [
+def geom_boxes(model: Any, data: Any, bodies: set[int], affinity: bool = False) -> list[Box]:
+    """The world AABBs of the collision geoms of ``bodies`` (``affinity`` as in ``collides``)."""
+    return [
         geom_box(model, data, g)
         for g in range(model.ngeom)
         if model.geom_bodyid[g] in bodies and collides(model, g, affinity)
     ]
+
+
+def ahead_on_arc(data: Any, joint: int, point: np.ndarray, lead: float) -> np.ndarray:
+    """``point`` turned ``lead`` metres along its arc about a hinge (negative: the other way),
+    by Rodrigues' rotation about the joint's world axis."""
+    anchor, axis = np.array(data.xanchor[joint]), np.array(data.xaxis[joint])
+    offset = point - anchor
+    radius = float(np.linalg.norm(offset - (offset @ axis) * axis))
+    angle = np.sign(lead) * min(abs(lead) / max(radius, 1e-3), 1.0)
+    rotated = (offset * np.cos(angle) + np.cross(axis, offset) * np.sin(angle)
+               + axis * (axis @ offset) * (1 - np.cos(angle)))  # fmt: skip
+    return anchor + rotated
+
+
+def body_box(sim: Any, body_id: int, affinity: bool = False) -> Box:
+    """The world AABB of a body's collision geoms (and its children's); ``affinity`` as in
+    ``collides``."""
+    model, data = sim.model._model, sim.data._data
+    boxes = geom_boxes(model, data, body_tree(model, body_id), affinity)
     if not boxes:
         position = np.array(data.xpos[body_id])
         return Box(position - 0.02, position + 0.02)

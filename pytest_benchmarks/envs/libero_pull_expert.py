@@ -22,8 +22,7 @@ from pytest_benchmarks.envs.libero_motion import (
     GAIN,
     YAW_GAIN,
     FingerAxis,
-    collides,
-    geom_box,
+    geom_boxes,
     joint_goal,
 )
 
@@ -74,11 +73,7 @@ class HandlePullExpert:
 
     def _handle(self, model: Any, data: Any) -> np.ndarray:
         """The centre of the drawer's collision geom that stands farthest out along ``out``."""
-        boxes = [
-            geom_box(model, data, g)
-            for g in range(model.ngeom)
-            if model.geom_bodyid[g] == self.body and collides(model, g, affinity=True)
-        ]
+        boxes = geom_boxes(model, data, {self.body}, affinity=True)
         if not boxes:
             raise ValueError(f"{self.obj}: the drawer has no collision geoms to pull by")
         reach = [float(np.maximum(b.low * self.out, b.high * self.out).sum()) for b in boxes]
