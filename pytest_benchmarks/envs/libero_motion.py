@@ -122,6 +122,24 @@ def body_box(sim: Any, body_id: int, affinity: bool = False) -> Box:
     return Box(np.min([b.low for b in boxes], axis=0), np.max([b.high for b in boxes], axis=0))
 
 
+def local_box(model: Any, data: Any, body_id: int) -> Box:
+    """The box of a body's collision geoms (and its children's) in the body's own frame: its
+    extents along its own axes, which an axis-aligned world box overstates for a turned body (a
+    book standing at a slant)."""
+    rotation, origin = data.xmat[body_id].reshape(3, 3), data.xpos[body_id]
+    bodies, corners = body_tree(model, body_id), []
+    for g in range(model.ngeom):
+        if model.geom_bodyid[g] in bodies and collides(model, g, True):
+            centre, half = model.geom_aabb[g][:3], model.geom_aabb[g][3:]
+            signs = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).reshape(3, -1).T
+            world = data.geom_xpos[g] + (centre + signs * half) @ data.geom_xmat[g].reshape(3, 3).T
+            corners.append((world - origin) @ rotation)
+    if not corners:
+        return Box(np.full(3, -0.02), np.full(3, 0.02))
+    points = np.concatenate(corners)
+    return Box(points.min(axis=0), points.max(axis=0))
+
+
 def body_tree(model: Any, body_id: int) -> set[int]:
     """A body and every body below it."""
     return {body_id} | {b for b in range(model.nbody) if _ancestor(model, b, body_id)}
