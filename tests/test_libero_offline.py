@@ -431,6 +431,38 @@ def test_a_slanted_book_is_taken_across_its_spine_and_turned_into_its_caddy_slot
     assert run.results[0].episodes[0].success
 
 
+def test_a_bowl_the_drawer_would_overhang_is_moved_out_of_its_way_first():
+    """libero_90/8: the top drawer, pulled open, would stand over the bowl to be put in it. The
+    plan moves the bowl first, clear of where the drawer will stand, then pulls the drawer and
+    fills it; LIBERO's own check ends the episode. libero_90/2's drawer is open already: no move."""
+    from pytest_benchmarks.api import evaluate
+    from pytest_benchmarks.envs.libero_expert import AsideExpert, HandlePullExpert
+    from pytest_benchmarks.envs.libero_motion import body_box
+    from pytest_benchmarks.envs.libero_pull_expert import opened_box
+
+    plans = {}
+    for name in ("libero_90/8", "libero_90/2"):
+        task = catalog.get("libero").select([name])[0]
+        env = lib.LiberoTaskEnv(EnvConfig(task, 10, 1000, obs="state", privileged=True))
+        try:
+            env.reset(seed=1000, options={"init_state": 0})
+            steps = env._expert.steps
+            plans[name] = [type(step) for step in steps]
+            if isinstance(steps[0], AsideExpert):  # the bowl's box at the spot, the drawer open
+                drawer, _ = opened_box(env._env.env, steps[1].obj)
+                problem = env._env.env
+                half = body_box(problem.sim, problem.obj_body_id[steps[0].obj]).size[:2] / 2
+                spot = steps[0].spot.centre[:2]
+                assert np.any((spot + half < drawer.low[:2]) | (spot - half > drawer.high[:2]))
+        finally:
+            env.close()
+    assert plans["libero_90/8"][:2] == [AsideExpert, HandlePullExpert]
+    assert AsideExpert not in plans["libero_90/2"]
+    run = evaluate("libero", "scripted", tasks=["libero_90/8"], episodes=1, obs="state",
+                   sync=True)  # fmt: skip
+    assert run.results[0].episodes[0].success
+
+
 def test_a_moka_pot_is_taken_by_its_handle():
     """libero_90/19: the moka pot is wider than the open fingers every way and its lid is shut;
     its handle stands out on one side, thin across x: the hand turns, the fingers close across

@@ -8,7 +8,8 @@ handle, a drawer's, ``(Open DRAWER_REGION)`` (``libero_pull_expert``), or the mi
 (``goal_of`` needs no LIBERO import, so collection can tell which tasks are covered). Several
 predicates are done one after another (``plan_order``: an object another step places something on
 is placed first, a drawer is opened before it is filled and filled before it is closed; an ``In``
-of a drawer's region is preceded by pulling the drawer open where it is not), each step ending
+of a drawer's region is preceded by pulling the drawer open where it is not, and by moving the
+object out of the way where the drawer, pulled open, would stand over it), each step ending
 when LIBERO's own predicate holds after it lets go. The expert runs beside the simulator, in the
 process that steps the env, because it reads privileged state: poses, extents and joints from
 MuJoCo, never pixels. Each step it computes the next action in LIBERO's own action space
@@ -55,12 +56,13 @@ from pytest_benchmarks.envs.libero_motion import (
     local_box,
     move,
 )
-from pytest_benchmarks.envs.libero_pull_expert import SLIDE, HandlePullExpert
+from pytest_benchmarks.envs.libero_pull_expert import SLIDE, HandlePullExpert, opened_box
 
 GOAL = re.compile(r"\(:goal(.*)", re.S | re.I)
 PREDICATE = re.compile(r"\((\w+)((?:\s+\w+)+)\s*\)")
 PICK_PLACE = ("on", "in")
 DRAWER = "_region"  # an Open of a cabinet's region is its drawer's; of an object, its door
+ASIDE = "aside"  # a planned step, no BDDL predicate: an object moved out of a drawer's way
 CONTAIN = "_contain_region"  # a region objects are put into (a basket's, a caddy slot's)
 
 GRIPPER_SPAN = 0.075  # widest object the open fingers take across their line, in metres
@@ -78,6 +80,7 @@ HAND_SIDE, HAND_BOTTOM, HAND_TOP, FINGER_END = 0.04, 0.024, 0.126, 0.012
 BY_HANDLE = ("moka_pot", "frypan")
 HANDLE_WIDTH, HANDLE_OUT = 0.03, 0.03
 ROBOT_PARTS = ("robot0_", "gripper0_", "mount0_")
+ASIDE_GAP = 0.03  # metres an object moved aside is left clear of the opened drawer
 SLOT_MARGIN = 0.005  # least metres kept between an object and a compartment's walls
 SLOT_TURN = np.pi / 12  # the steps in which an object may turn to fit a compartment
 UPRIGHT = 0.95  # the cosine of the largest tilt at which an object counts as standing upright
@@ -108,7 +111,6 @@ UNDER_DRAWER = "the drawer, pulled open first, overhangs the bowl it is to take"
 CANNOT: dict[tuple[str, int], str] = {
     ("libero_10", 8): "both moka pots, taken by their handles, go onto the one cook region: "
     "the second lands on the first (0/10 measured)",
-    ("libero_90", 8): f"{UNDER_DRAWER} (0/5 measured)",
     ("libero_90", 6): "the bottom drawer's handle is 4.5 cm above the table: the hand, turned "
     "upright to straddle it, meets the table (0/3 measured)",
     ("libero_90", 23): "the arm's forearm meets the white cabinet's top before its bottom "
@@ -135,7 +137,8 @@ CANNOT: dict[tuple[str, int], str] = {
     "the caddy (0/5 measured)",
     ("libero_spatial", 4): "the bowl sits in the top drawer, under the cabinet's top: the "
     "straight-down approach cannot reach its rim (0/5 measured)",
-    ("libero_goal", 3): f"{UNDER_DRAWER} (0/5 measured)",
+    ("libero_goal", 3): f"{UNDER_DRAWER}: moved out of its way first, as libero_90/8's is, the "
+    "three steps outlast the suite's 300 (0/3 measured)",
     ("libero_10", 1): "the cream cheese box goes into the basket; reaching down to the butter "
     "beside it, the forearm meets the basket and carries it off (0/5 measured)",
 }
@@ -166,6 +169,8 @@ def _waits_for(step: tuple[str, ...], other: tuple[str, ...]) -> bool:
         return other[1] == step[2]  # other moves the object step places something on
     if step[0] in PICK_PLACE and other[0] == "open":  # open a drawer, then fill it
         return other[1] == step[2]
+    if step[0] == "open" and other[0] == ASIDE:  # clear the drawer's way, then pull it
+        return other[2] == step[1]
     if step[0] == "close" and other[0] in PICK_PLACE:  # fill a drawer or an oven, then close it
         return other[2] == step[1] or other[2].startswith(step[1] + "_")
     return False
@@ -191,6 +196,8 @@ def _step(env: Any, predicate: tuple[str, ...]) -> Any:
         return HandlePullExpert(env, predicate)
     if predicate[0] == "open":
         return DoorPullExpert(env, predicate)
+    if predicate[0] == ASIDE:
+        return AsideExpert(env, predicate)
     return PickPlaceExpert(env, predicate)
 
 
@@ -207,7 +214,24 @@ def _with_drawers_opened(env: Any, goal: list[tuple[str, ...]]) -> list[tuple[st
             if int(env.sim.model._model.jnt_type[joint]) == SLIDE:
                 added.append(("open", target))
                 opened.add(target)
-    return added + goal
+    aside = [
+        (ASIDE, args[0], args[1])
+        for kind, *args in goal
+        if kind == "in" and args[1] in opened and _overhung(env, args[0], args[1])
+    ]
+    return aside + added + goal
+
+
+def _overhung(env: Any, obj: str, region: str) -> bool:
+    """Whether the drawer of ``region``, once pulled open, will stand over (or against) the
+    object: the hand coming down to it would meet the drawer (libero_goal/3's bowl)."""
+    site = env.object_sites_dict.get(region)
+    joint = env.sim.model.joint_name2id(next(iter(site.joints)))
+    if int(env.sim.model._model.jnt_type[joint]) != SLIDE or env._eval_predicate(["open", region]):
+        return False  # a door, or a drawer already open (not pulled: it stands where it will)
+    drawer, _ = opened_box(env, region)
+    box = body_box(env.sim, env.obj_body_id[obj])
+    return bool(np.all(drawer.low[:2] < box.high[:2]) and np.all(drawer.high[:2] > box.low[:2]))
 
 
 class PlanExpert:
@@ -557,3 +581,52 @@ class PickPlaceExpert:
         if done:
             self.phase, self.count = self.phase + 1, 0
         return move(error, grip, yaw)
+
+
+class AsideExpert(PickPlaceExpert):
+    """Moves an object out from under where a drawer will stand once pulled open, before it is
+    pulled (``(aside OBJECT DRAWER_REGION)``, planned, never in a goal): along the world axis
+    that clears it with the shortest move to a place no other body stands in, ``ASIDE_GAP``
+    beyond the opened drawer."""
+
+    def __init__(self, env: Any, goal: tuple[str, ...]) -> None:
+        super().__init__(env, goal)
+        self.spot = Box(np.zeros(3), np.zeros(3))
+
+    def reset(self) -> None:
+        self.spot = self._spot()
+        super().reset()
+
+    def holds(self) -> bool:
+        return True  # done once let go; the step after it checks its own predicate
+
+    def _target(self) -> tuple[Box, Box | None]:
+        return self.spot, None
+
+    def _spot(self) -> Box:
+        """Where the object's centre goes, as a flat box at the height of its bottom."""
+        drawer, _ = opened_box(self.env, self.target)
+        box = body_box(self.env.sim, self.env.obj_body_id[self.obj])
+        others = [
+            part
+            for parts in self._bodies().values()
+            for part in parts
+            if np.all(part.size[:2] < 10.0)  # not the floor, which is everywhere
+        ]
+        moves = []
+        for axis in (0, 1):
+            for sense in (-1.0, 1.0):
+                edge = (
+                    drawer.low[axis] - box.high[axis]
+                    if sense < 0
+                    else drawer.high[axis] - box.low[axis]
+                )
+                move = np.zeros(3)
+                move[axis] = edge + sense * ASIDE_GAP
+                moves.append(move)
+        for move in sorted(moves, key=lambda m: float(np.abs(m).sum())):
+            low, high = box.low + move + [0, 0, 0.005], box.high + move
+            if not any(np.all(o.low < high) and np.all(o.high > low) for o in others):
+                break
+        centre = box.centre + move
+        return Box(np.array([*centre[:2], box.low[2]]), np.array([*centre[:2], box.low[2]]))

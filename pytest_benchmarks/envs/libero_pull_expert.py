@@ -21,7 +21,9 @@ from pytest_benchmarks.envs.libero_motion import (
     CLEARANCE,
     GAIN,
     YAW_GAIN,
+    Box,
     FingerAxis,
+    body_box,
     geom_boxes,
     joint_goal,
 )
@@ -30,6 +32,20 @@ SLIDE = 2  # mujoco.mjtJoint.mjJNT_SLIDE
 STANDOFF = 0.10  # metres out from the handle where the turned hand lines up with it
 BACK_OFF = 0.08  # metres the hand backs off along the slide after letting go
 TURNED = 0.05  # radians of orientation error that still count as turned
+
+
+def opened_box(env: Any, region: str) -> tuple[Box, np.ndarray]:
+    """Where a drawer's box will stand once pulled open to the middle of its open range, and
+    the direction it opens in (a world unit vector)."""
+    sim = env.sim
+    model, data = sim.model._model, sim.data._data
+    name, goal = joint_goal(env, region, "default_open_ranges")
+    joint = sim.model.joint_name2id(name)
+    qpos = float(data.qpos[model.jnt_qposadr[joint]])
+    out = np.sign(goal - qpos) * np.array(data.xaxis[joint])
+    box = body_box(sim, int(model.jnt_bodyid[joint]), affinity=True)
+    travel = abs(goal - qpos) * out
+    return Box(box.low + travel, box.high + travel), out
 
 
 class HandlePullExpert:
