@@ -302,7 +302,7 @@ def test_a_drawer_to_be_filled_is_pulled_open_first_unless_it_is_open():
     """libero_90/2 names only the bowl in the top drawer, which LIBERO's initial states leave
     open: the plan starts with the pull, which is over at once, and the first action is the
     pick's own."""
-    from pytest_benchmarks.envs.libero_expert import PickPlaceExpert
+    from pytest_benchmarks.envs.libero_pick_expert import PickPlaceExpert
     from pytest_benchmarks.envs.libero_pull_expert import HandlePullExpert
 
     task = catalog.get("libero").select(["libero_90/2"])[0]
@@ -407,8 +407,8 @@ def test_a_slanted_book_is_taken_across_its_spine_and_turned_into_its_caddy_slot
     region clear of the slot's walls, and LIBERO's own check ends the episode. The basket of
     libero_object/0 is no compartment: its centre, the line unchanged."""
     from pytest_benchmarks.api import evaluate
-    from pytest_benchmarks.envs.libero_expert import ALONG_X, ALONG_Y, GRIPPER_SPAN
     from pytest_benchmarks.envs.libero_motion import body_box
+    from pytest_benchmarks.envs.libero_pick_expert import ALONG_X, ALONG_Y, GRIPPER_SPAN
 
     task = catalog.get("libero").select(["libero_10/5"])[0]
     env = lib.LiberoTaskEnv(EnvConfig(task, 10, 1000, obs="state", privileged=True))
@@ -436,9 +436,9 @@ def test_a_bowl_the_drawer_would_overhang_is_moved_out_of_its_way_first():
     plan moves the bowl first, clear of where the drawer will stand, then pulls the drawer and
     fills it; LIBERO's own check ends the episode. libero_90/2's drawer is open already: no move."""
     from pytest_benchmarks.api import evaluate
-    from pytest_benchmarks.envs.libero_expert import AsideExpert, HandlePullExpert
     from pytest_benchmarks.envs.libero_motion import body_box
-    from pytest_benchmarks.envs.libero_pull_expert import opened_box
+    from pytest_benchmarks.envs.libero_pick_expert import AsideExpert
+    from pytest_benchmarks.envs.libero_pull_expert import HandlePullExpert, opened_box
 
     plans = {}
     for name in ("libero_90/8", "libero_90/2"):
@@ -468,8 +468,8 @@ def test_a_moka_pot_is_taken_by_its_handle():
     its handle stands out on one side, thin across x: the hand turns, the fingers close across
     the handle, and the pot ends on the stove by LIBERO's own check."""
     from pytest_benchmarks.api import evaluate
-    from pytest_benchmarks.envs.libero_expert import GRIPPER_SPAN
     from pytest_benchmarks.envs.libero_motion import body_box
+    from pytest_benchmarks.envs.libero_pick_expert import GRIPPER_SPAN
 
     task = catalog.get("libero").select(["libero_90/19"])[0]
     env = lib.LiberoTaskEnv(EnvConfig(task, 10, 1000, obs="state", privileged=True))

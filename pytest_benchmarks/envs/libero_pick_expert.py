@@ -1,0 +1,443 @@
+"""The pick-and-place step of LIBERO's scripted expert: ``(On OBJECT TARGET)``, ``(In OBJECT
+REGION)``, and an object moved out of a drawer's way (``AsideExpert``).
+
+Each step it computes the next action in LIBERO's own action space (``libero_motion``) from
+privileged state: approach above the object, descend, close, lift, carry above the target,
+lower, open.
+
+The Panda's fingers close along the world y axis with the default (downward) orientation, so a
+narrow object is grasped across y at its centre, and an object wider than the open gripper (a
+bowl) by its rim, offset along y. The hand is about 20 cm long along its finger line: where a
+body standing wholly above the object (a cabinet's top) lies in that footprint and not in the
+footprint turned a quarter, the hand turns so that its fingers close along x, and the grasp is
+on the rim nearer the robot. Where something standing beside a narrow object rises into the
+hand's footprint (a bottle beside a flat box), the grasp slides along the object's length to the
+nearest place clear of it. A moka pot or a frying pan, wider than the open fingers every way and
+with no rim to take, is taken by its handle: its thin part that stands out farthest from its
+centre of mass, the fingers closing across it. An upright object too wide for the fingers along
+either world axis only because it stands turned (a book at a slant) is taken across its own thin
+axis. Into a compartment, one of several its parent holds things in (a caddy's slots, a few
+millimetres wider than a book), the object turns as it rises, onto the line and to the place
+that keep it farthest from the walls, and goes down once the hand is still, its bottom steered
+over that place however it hangs in the fingers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pytest_benchmarks.envs.libero_motion import (
+    CLEARANCE,
+    ON_LINE,
+    Box,
+    FingerAxis,
+    body_box,
+    body_tree,
+    collides,
+    geom_box,
+    geom_boxes,
+    local_box,
+    move,
+)
+from pytest_benchmarks.envs.libero_pull_expert import opened_box
+
+ASIDE = "aside"  # a planned step, no BDDL predicate: an object moved out of a drawer's way
+CONTAIN = "_contain_region"  # a region objects are put into (a basket's, a caddy slot's)
+GRIPPER_SPAN = 0.075  # widest object the open fingers take across their line, in metres
+#: The hand's footprint about the grasp point: about 20 cm long along the finger line, 9 cm
+#: across; and how far above the fingertips the hand and wrist reach.
+HAND_HALF_LENGTH, HAND_HALF_WIDTH, HAND_HEIGHT = 0.10, 0.045, 0.25
+#: The hand itself (not the wrist): how far it reaches across the finger line (its 7 cm, and
+#: half a centimetre to spare) and above the fingertips' centre; how far inside an object's ends
+#: the fingers (1.7 cm wide) close on it.
+HAND_SIDE, HAND_BOTTOM, HAND_TOP, FINGER_END = 0.04, 0.024, 0.126, 0.012
+#: Objects taken by their handle: wider than the open fingers every way, and with no rim to
+#: take (the moka pot's lid is shut; the pan's rim is as low as its handle, a long lever away).
+#: A mug's rim is taken as a bowl's (libero_10/4: 50/50). A handle is at most this wide across
+#: the fingers, and stands this far beyond the body.
+BY_HANDLE = ("moka_pot", "frypan")
+HANDLE_WIDTH, HANDLE_OUT = 0.03, 0.03
+ROBOT_PARTS = ("robot0_", "gripper0_", "mount0_")
+ASIDE_GAP = 0.03  # metres an object moved aside is left clear of the opened drawer
+SLOT_MARGIN = 0.005  # least metres kept between an object and a compartment's walls
+SLOT_TURN = np.pi / 12  # the steps in which an object may turn to fit a compartment
+UPRIGHT = 0.95  # the cosine of the largest tilt at which an object counts as standing upright
+STILL = 0.001  # metres per step under which the hand counts as at rest
+ALONG_X, ALONG_Y = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
+
+
+class PickPlaceExpert:
+    """The per-episode state machine; ``act(eef_pos)`` gives the next 7-D action."""
+
+    PHASES = ("above", "descend", "close", "lift", "carry", "lower", "release", "retreat")
+
+    def __init__(self, env: Any, goal: tuple[str, ...]) -> None:
+        self.env = env  # LIBERO's problem env (ControlEnv.env)
+        self.kind, self.obj, self.target = goal
+
+    def reset(self) -> None:
+        sim = self.env.sim
+        box = body_box(sim, self.env.obj_body_id[self.obj])
+        # Fingers along y, unless something overhead (a cabinet's top) stands in the long
+        # hand's way there and not with the hand turned a quarter, fingers along x.
+        bodies = self._bodies()
+        overhead = self._overhead(box, bodies)
+        self.turned = self._hits(overhead, self._grasp_point(box, 1), 1) and not self._hits(
+            overhead, self._grasp_point(box, 0), 0
+        )
+        self.fingers = FingerAxis(self.env)
+        self.line = ALONG_X if self.turned else ALONG_Y
+        # Turn only when needed (a turned object, or a hand a step before left turned), so a
+        # hand already along y gets exactly the actions it always had.
+        self.steer = self.turned or abs(self.fingers.yaw_to(ALONG_Y)) > ON_LINE
+        across = 0 if self.turned else 1
+        self.grasp = self._grasp_point(box, across)
+        if box.size[across] <= GRIPPER_SPAN:  # across its centre: it may slide along its length
+            parts = [part for parts in bodies.values() for part in parts]
+            self.grasp = self._slid_clear(box, self.grasp, across, parts)
+        elif any(kind in self.obj for kind in BY_HANDLE) and (handle := self._handle()):
+            # Too wide to take either way, no rim to take: by the handle that stands out.
+            across = int(np.argmin(handle.size[:2]))
+            self.turned, self.steer = across == 0, True
+            self.line = ALONG_X if self.turned else ALONG_Y
+            self.grasp = handle.centre.copy()
+        elif not self.turned and (slanted := self._slanted(box)) is not None:
+            # Too wide either way only because it stands at a slant (a book): across its own
+            # thin axis, the finger line turned onto it.
+            self.line, self.grasp = slanted
+            self.turned, self.steer = False, True
+        self.below_grasp = self.grasp[2] - box.low[2]  # object bottom under the fingers
+        self.offset_xy = self.grasp[:2] - box.centre[:2]
+        model, data = sim.model._model, sim.data._data
+        own = local_box(model, data, self.env.obj_body_id[self.obj])
+        self.base = np.array([*own.centre[:2], own.low[2]])  # its bottom face's centre, its frame
+        self.place_line, self.slot = self._slot()
+        self.last_eef = np.zeros(3)
+        self.steer = self.steer or self.place_line is not self.line
+        self.phase, self.count = 0, 0
+
+    def holds(self) -> bool:
+        return bool(self.env._eval_predicate([self.kind, self.obj, self.target]))
+
+    @staticmethod
+    def _grasp_point(box: Box, across: int) -> np.ndarray:
+        """Where the fingertips close on the object, closing along axis ``across`` (0: x, 1: y):
+        across its centre, or on its rim (one finger inside, one outside) when it is wider
+        than the open fingers."""
+        grasp = box.centre.copy()
+        if box.size[across] > GRIPPER_SPAN:
+            # The rim on the far side along y (as always); along x the side nearer the robot.
+            grasp[across] = box.high[1] - 0.012 if across else box.low[0] + 0.012
+            grasp[2] = box.high[2] - 0.015
+        else:
+            grasp[2] = max(box.high[2] - 0.035, box.low[2] + min(0.015, box.size[2] / 2))
+        return grasp
+
+    def _slanted(self, box: Box) -> tuple[np.ndarray, np.ndarray] | None:
+        """The finger line and grasp point across an upright object's own thin horizontal axis,
+        where that axis is thin enough to take (the object is too wide along both world axes
+        only because it stands turned: a book at a slant); None otherwise."""
+        model, data = self.env.sim.model._model, self.env.sim.data._data
+        body = self.env.obj_body_id[self.obj]
+        rotation = data.xmat[body].reshape(3, 3)
+        if rotation[2, 2] < UPRIGHT:
+            return None
+        local = local_box(model, data, body)
+        thin = int(np.argmin(local.size[:2]))
+        if local.size[thin] > GRIPPER_SPAN:
+            return None
+        line = rotation[:, thin] * np.array([1.0, 1.0, 0.0])
+        grasp = data.xpos[body] + rotation @ local.centre
+        grasp[2] = box.high[2] - 0.035
+        return line / np.linalg.norm(line), grasp
+
+    def _slot(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """The finger line to carry the object in, and where in a compartment its centre goes
+        (None where the target is not a compartment: the grasp's line, the target's centre).
+        In a compartment (a caddy's slot, a few millimetres wider than a book), the object may
+        turn with the hand onto a line at a multiple of ``SLOT_TURN`` from the world's x axis:
+        the turn and place kept farthest from the parent's walls (then nearest the
+        compartment's centre, then the least turn), with the object's centre in the region, as
+        LIBERO's ``In`` checks it."""
+        inside = self._target()[1]
+        if inside is None:
+            return self.line, None
+        model, data = self.env.sim.model._model, self.env.sim.data._data
+        body = self.env.obj_body_id[self.obj]
+        low, high = self._walls(inside)
+        size = local_box(model, data, body).size[:2]
+        axes = data.xmat[body].reshape(3, 3)
+        yaw = float(np.arctan2(axes[1, 0], axes[0, 0]))
+        line = float(np.arctan2(self.line[1], self.line[0]))
+        if size.min() <= GRIPPER_SPAN:  # the closing fingers square its thin axis onto their line
+            size, yaw = np.sort(size), line
+        room = np.maximum(inside.size[:2] / 2 - SLOT_MARGIN, 0.0)
+        grid = np.stack(np.meshgrid(*(np.arange(-r, r + 1e-9, 0.0025) for r in room)), -1)
+        offsets = grid.reshape(-1, 2)
+        offsets = offsets[np.argsort(np.hypot(*offsets.T), kind="stable")]
+        centres = inside.centre[:2] + offsets
+        # No turn, or onto a line at a multiple of SLOT_TURN from x (the world's axes among them).
+        turns = [0.0, *((np.arange(0.0, np.pi, SLOT_TURN) - line) % np.pi)]
+        turns.sort(key=lambda t: min(t, np.pi - t))
+        for margin in (0.02, 0.015, 0.01, SLOT_MARGIN):
+            fits = []
+            for turn in turns:
+                c, s = abs(np.cos(yaw + turn)), abs(np.sin(yaw + turn))
+                half = np.array([c * size[0] + s * size[1], s * size[0] + c * size[1]]) / 2
+                meets = np.all(low < centres + half + margin, -1) & np.all(
+                    high > centres - half - margin, -1
+                )
+                clear = ~meets.any(axis=0)
+                if clear.any():
+                    first = int(clear.argmax())
+                    fits.append((float(np.hypot(*offsets[first])), turn, first))
+            if fits:
+                _, turn, first = min(fits, key=lambda fit: fit[0])
+                angle = line + turn
+                return np.array([np.cos(angle), np.sin(angle), 0.0]), centres[first]
+        return self.line, inside.centre[:2].copy()
+
+    def _walls(self, inside: Box) -> tuple[np.ndarray, np.ndarray]:
+        """The horizontal extents (low and high corners, shaped to broadcast against a list
+        of places) of the compartment's parent's parts that rise above its floor."""
+        model, data = self.env.sim.model._model, self.env.sim.data._data
+        parent = self.env.obj_body_id[self.env.object_sites_dict[self.target].parent_name]
+        walls = [
+            wall
+            for wall in geom_boxes(model, data, body_tree(model, parent), affinity=True)
+            if wall.high[2] > inside.low[2] + 0.02
+        ]
+        low = np.array([w.low[:2] for w in walls]).reshape(-1, 1, 2)
+        return low, np.array([w.high[:2] for w in walls]).reshape(-1, 1, 2)
+
+    def _still(self, eef: np.ndarray) -> bool:
+        """Whether the hand has come to rest (moved under ``STILL`` metres since the last step):
+        an object hanging in it goes down into a slot without the arm's overshoot."""
+        return float(np.linalg.norm(eef - self.last_eef)) < STILL
+
+    def _bottom(self) -> np.ndarray:
+        """The world centre of the object's own bottom face, as it stands or hangs now."""
+        data = self.env.sim.data._data
+        body = self.env.obj_body_id[self.obj]
+        return data.xpos[body] + data.xmat[body].reshape(3, 3) @ self.base
+
+    def _bodies(self) -> dict[int, list[Box]]:
+        """The world boxes of the collision geoms of every body but the robot and the object."""
+        sim = self.env.sim
+        model, data = sim.model._model, sim.data._data
+        mine = body_tree(model, self.env.obj_body_id[self.obj])
+        bodies: dict[int, list[Box]] = {}
+        for geom in range(model.ngeom):
+            body = int(model.geom_bodyid[geom])
+            if body in mine or not collides(model, geom, affinity=True):
+                continue
+            if (sim.model.body_id2name(body) or "").startswith(ROBOT_PARTS):
+                continue
+            bodies.setdefault(body, []).append(geom_box(model, data, geom))
+        return bodies
+
+    def _handle(self) -> Box | None:
+        """The object's handle: its part that stands out farthest from its centre of mass, thin
+        across one horizontal axis (the fingers close across it) and at least 1.5 cm tall, and
+        at least 3 cm farther out than any of its thick parts (its body); None where no thin
+        part stands out so. (A bowl's rim segments pass this too: which objects are taken by
+        the handle is ``BY_HANDLE``'s choice, not this test's.)"""
+        sim = self.env.sim
+        model, data = sim.model._model, sim.data._data
+        body = self.env.obj_body_id[self.obj]
+        centre = np.array(data.xipos[body][:2])
+        parts = geom_boxes(model, data, body_tree(model, body), affinity=True)
+        thin = [p for p in parts if min(p.size[:2]) <= HANDLE_WIDTH and p.size[2] >= 0.015]
+        thick = [p for p in parts if min(p.size[:2]) > HANDLE_WIDTH]
+        if not thin or not thick:
+            return None
+        out = {id(p): float(np.linalg.norm(p.centre[:2] - centre)) for p in parts}
+        handle = max(thin, key=lambda p: out[id(p)])
+        body_reach = max(out[id(p)] for p in thick)
+        return handle if out[id(handle)] > body_reach + HANDLE_OUT else None
+
+    @staticmethod
+    def _overhead(box: Box, bodies: dict[int, list[Box]]) -> list[Box]:
+        """The parts of bodies that stand wholly above the object's top, within the hand's
+        height (a cabinet's top; not the upper part of a tall object beside it)."""
+        return [
+            part
+            for parts in bodies.values()
+            if box.high[2] < min(p.low[2] for p in parts) < box.high[2] + HAND_HEIGHT
+            for part in parts
+        ]
+
+    @classmethod
+    def _slid_clear(cls, box: Box, grasp: np.ndarray, across: int, parts: list[Box]) -> np.ndarray:
+        """A grasp across the object's centre slid along its length (the fingers kept inside its
+        ends) to the nearest place where the hand meets nothing standing beside it as high as the
+        hand (a bottle beside a flat box); where it meets nothing there, or nowhere is clear, the
+        grasp is left as it is."""
+        rising = [
+            p
+            for p in parts
+            if p.high[2] > grasp[2] + HAND_BOTTOM and p.low[2] < grasp[2] + HAND_TOP
+        ]
+        if not cls._hits(rising, grasp, across, HAND_SIDE):
+            return grasp
+        along = 1 - across
+        reach = box.size[along] / 2 - FINGER_END
+        for offset in sorted(np.arange(-reach, reach + 1e-9, 0.005), key=abs):
+            slid = grasp.copy()
+            slid[along] += offset
+            if not cls._hits(rising, slid, across, HAND_SIDE):
+                return slid
+        return grasp
+
+    @staticmethod
+    def _hits(
+        overhead: list[Box], grasp: np.ndarray, across: int, side: float = HAND_HALF_WIDTH
+    ) -> bool:
+        """Whether the hand over ``grasp``, its fingers closing along ``across`` and reaching
+        ``side`` across them, meets one."""
+        half = np.full(2, side)
+        half[across] = HAND_HALF_LENGTH
+        low, high = grasp[:2] - half, grasp[:2] + half
+        return any(bool(np.all(o.low[:2] < high) & np.all(o.high[:2] > low)) for o in overhead)
+
+    @property
+    def released(self) -> bool:
+        """The object was let go and the gripper has moved up for a few steps."""
+        return self.PHASES[min(self.phase, len(self.PHASES) - 1)] == "retreat" and self.count > 5
+
+    def _target(self) -> tuple[Box, Box | None]:
+        """The box to place over (the target object, the drawer, the region's parent), and the
+        region's own box where it is a compartment, one of several regions its parent contains
+        things in (a caddy's slots; not a basket's one inside, nor a stove's cook region), to be
+        placed into; else None."""
+        sim = self.env.sim
+        if self.target in self.env.obj_body_id:
+            return body_box(sim, self.env.obj_body_id[self.target]), None
+        site = self.env.object_sites_dict.get(self.target)
+        if getattr(site, "joints", None):  # a drawer's region: the drawer, wherever it slid
+            joint = sim.model.joint_name2id(next(iter(site.joints)))
+            return body_box(sim, int(sim.model._model.jnt_bodyid[joint])), None
+        site_id = sim.model.site_name2id(self.target)
+        position = np.array(sim.data.site_xpos[site_id])
+        if site is not None and self.target.endswith("_region") and hasattr(site, "parent_name"):
+            parent = site.parent_name
+            if parent in self.env.obj_body_id:
+                over = body_box(sim, self.env.obj_body_id[parent])
+                # As LIBERO's SiteObject.in_box sizes it.
+                rotation = sim.data.site_xmat[site_id].reshape(3, 3)
+                half = np.abs(rotation @ sim.model._model.site_size[site_id])
+                slots = [
+                    name
+                    for name, other in self.env.object_sites_dict.items()
+                    if name.endswith(CONTAIN) and getattr(other, "parent_name", None) == parent
+                ]
+                inside = Box(position - half, position + half)
+                return over, inside if self.target in slots and len(slots) > 1 else None
+        margin = np.array([0.02, 0.02, 0.0])
+        return Box(position - margin, position + margin), None
+
+    def act(self, eef: np.ndarray) -> np.ndarray:
+        phase = self.PHASES[min(self.phase, len(self.PHASES) - 1)]
+        grip = 1.0 if phase in ("close", "lift", "carry", "lower") else -1.0
+        goal = eef
+        high = max(self.grasp[2], 0.0) + CLEARANCE
+        if phase in ("above", "descend"):
+            goal = self.grasp + np.array([0.0, 0.0, CLEARANCE if phase == "above" else 0.0])
+        elif phase == "close":
+            goal = self.grasp
+        elif phase in ("lift", "carry", "lower", "release"):
+            target, inside = self._target()
+            place = target.centre.copy()
+            place[:2] += self.offset_xy
+            if self.slot is not None:  # its bottom over the slot, however it hangs in the hand
+                place[:2] = eef[:2] + self.slot - self._bottom()[:2]
+            place[2] = target.high[2] + self.below_grasp + 0.02
+            lift = max(high, place[2] + 0.05)
+            if inside is not None:  # down into the compartment, its floor 2 cm below
+                place[2] = inside.low[2] + self.below_grasp + 0.02
+            if phase == "lift":
+                goal = np.array([eef[0], eef[1], lift])
+            elif phase == "carry":
+                goal = np.array([place[0], place[1], lift])
+            else:
+                goal = place
+        elif phase == "retreat":
+            goal = np.array([eef[0], eef[1], high + 0.1])
+        still = self.slot is None or self._still(eef)
+        self.last_eef = eef.copy()
+        error = goal - eef
+        # Into a slot the object turns as it rises, before it is carried: turned while moving
+        # across, a book swings in the fingers.
+        grasping = ("above", "descend", "close") + (() if self.slot is not None else ("lift",))
+        line = self.line if phase in grasping else self.place_line
+        yaw = self.fingers.yaw_to(line) if self.steer else 0.0
+        turning = line is not self.line
+        self.count += 1
+        done = {
+            "above": (np.linalg.norm(error) < 0.01 and abs(yaw) < ON_LINE) or self.count > 60,
+            "descend": np.linalg.norm(error) < 0.006 or self.count > 40,
+            "close": self.count > 12,
+            "lift": (abs(error[2]) < 0.01 and (not turning or abs(yaw) < ON_LINE))
+            or self.count > 40,
+            "carry": (
+                np.linalg.norm(error[:2]) < 0.01 and (not turning or abs(yaw) < ON_LINE) and still
+            )
+            or self.count > 80,
+            "lower": np.linalg.norm(error) < 0.01 or self.count > 30,
+            "release": self.count > 10,
+            "retreat": False,
+        }[phase]
+        if done:
+            self.phase, self.count = self.phase + 1, 0
+        return move(error, grip, yaw)
+
+
+class AsideExpert(PickPlaceExpert):
+    """Moves an object out from under where a drawer will stand once pulled open, before it is
+    pulled (``(aside OBJECT DRAWER_REGION)``, planned, never in a goal): along the world axis
+    that clears it with the shortest move to a place no other body stands in, ``ASIDE_GAP``
+    beyond the opened drawer."""
+
+    def __init__(self, env: Any, goal: tuple[str, ...]) -> None:
+        super().__init__(env, goal)
+        self.spot = Box(np.zeros(3), np.zeros(3))
+
+    def reset(self) -> None:
+        self.spot = self._spot()
+        super().reset()
+
+    def holds(self) -> bool:
+        return True  # done once let go; the step after it checks its own predicate
+
+    def _target(self) -> tuple[Box, Box | None]:
+        return self.spot, None
+
+    def _spot(self) -> Box:
+        """Where the object's centre goes, as a flat box at the height of its bottom."""
+        drawer, _ = opened_box(self.env, self.target)
+        box = body_box(self.env.sim, self.env.obj_body_id[self.obj])
+        others = [
+            part
+            for parts in self._bodies().values()
+            for part in parts
+            if np.all(part.size[:2] < 10.0)  # not the floor, which is everywhere
+        ]
+        moves = []
+        for axis in (0, 1):
+            for sense in (-1.0, 1.0):
+                edge = (
+                    drawer.low[axis] - box.high[axis]
+                    if sense < 0
+                    else drawer.high[axis] - box.low[axis]
+                )
+                move = np.zeros(3)
+                move[axis] = edge + sense * ASIDE_GAP
+                moves.append(move)
+        for move in sorted(moves, key=lambda m: float(np.abs(m).sum())):
+            low, high = box.low + move + [0, 0, 0.005], box.high + move
+            if not any(np.all(o.low < high) and np.all(o.high > low) for o in others):
+                break
+        centre = box.centre + move
+        return Box(np.array([*centre[:2], box.low[2]]), np.array([*centre[:2], box.low[2]]))
