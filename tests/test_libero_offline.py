@@ -404,7 +404,7 @@ def test_a_slanted_book_is_taken_across_its_spine_and_turned_into_its_caddy_slot
     """libero_10/5: the book stands at a slant, too wide for the fingers along either world
     axis; the fingers close across its own thickness. The caddy's back slot is 6 cm deep along
     x and the book 11 cm wide: it is carried turned, its thickness along x, to a place in the
-    region clear of the slot's walls, and LIBERO's own check ends the episode. The basket of
+    region, and LIBERO's own check ends the episode. The basket of
     libero_object/0 is no compartment: its centre, the line unchanged."""
     from pytest_benchmarks.api import evaluate
     from pytest_benchmarks.envs.libero_motion import body_box

@@ -49,8 +49,10 @@ def goal_of(bddl: Path) -> list[tuple[str, ...]]:
 
 #: Traced (libero_90/86, /88, /89): the shelf's two spaces are open only at the front, 13.5 and
 #: 6.9 cm tall; a book stands 13.9 cm.
-SHELF = "the shelf's space, open only at its front, is lower than the book standing: it must be "
-"laid down and slid in sideways, and the expert grasps and places from above"
+SHELF = (
+    "the shelf's space, open only at its front, is lower than the book standing: it must be "
+    "laid down and slid in sideways, and the expert grasps and places from above"
+)
 #: Traced (libero_goal/3, libero_90/8): the drawer pulled open stands over half the bowl in
 #: front of the cabinet, and the hand coming down to the bowl's rim meets it.
 UNDER_DRAWER = "the drawer, pulled open first, overhangs the bowl it is to take"
@@ -172,7 +174,7 @@ def _with_drawers_opened(env: Any, goal: list[tuple[str, ...]]) -> list[tuple[st
 
 def _overhung(env: Any, obj: str, region: str) -> bool:
     """Whether the drawer of ``region``, once pulled open, will stand over (or against) the
-    object: the hand coming down to it would meet the drawer (libero_goal/3's bowl)."""
+    object: the hand coming down to it would meet the drawer (libero_90/8's bowl)."""
     site = env.object_sites_dict.get(region)
     joint = env.sim.model.joint_name2id(next(iter(site.joints)))
     if int(env.sim.model._model.jnt_type[joint]) != SLIDE or env._eval_predicate(["open", region]):

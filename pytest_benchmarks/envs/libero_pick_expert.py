@@ -80,6 +80,8 @@ class PickPlaceExpert:
     def reset(self) -> None:
         sim = self.env.sim
         box = body_box(sim, self.env.obj_body_id[self.obj])
+        own = local_box(sim.model._model, sim.data._data, self.env.obj_body_id[self.obj])
+        self.compartment = self._compartment()
         # Fingers along y, unless something overhead (a cabinet's top) stands in the long
         # hand's way there and not with the hand turned a quarter, fingers along x.
         bodies = self._bodies()
@@ -103,17 +105,15 @@ class PickPlaceExpert:
             self.turned, self.steer = across == 0, True
             self.line = ALONG_X if self.turned else ALONG_Y
             self.grasp = handle.centre.copy()
-        elif not self.turned and (slanted := self._slanted(box)) is not None:
+        elif not self.turned and (slanted := self._slanted(box, own)) is not None:
             # Too wide either way only because it stands at a slant (a book): across its own
             # thin axis, the finger line turned onto it.
             self.line, self.grasp = slanted
             self.turned, self.steer = False, True
         self.below_grasp = self.grasp[2] - box.low[2]  # object bottom under the fingers
         self.offset_xy = self.grasp[:2] - box.centre[:2]
-        model, data = sim.model._model, sim.data._data
-        own = local_box(model, data, self.env.obj_body_id[self.obj])
         self.base = np.array([*own.centre[:2], own.low[2]])  # its bottom face's centre, its frame
-        self.place_line, self.slot = self._slot()
+        self.place_line, self.slot = self._slot(own)
         self.last_eef = np.zeros(3)
         self.steer = self.steer or self.place_line is not self.line
         self.phase, self.count = 0, 0
@@ -135,16 +135,16 @@ class PickPlaceExpert:
             grasp[2] = max(box.high[2] - 0.035, box.low[2] + min(0.015, box.size[2] / 2))
         return grasp
 
-    def _slanted(self, box: Box) -> tuple[np.ndarray, np.ndarray] | None:
+    def _slanted(self, box: Box, local: Box) -> tuple[np.ndarray, np.ndarray] | None:
         """The finger line and grasp point across an upright object's own thin horizontal axis,
         where that axis is thin enough to take (the object is too wide along both world axes
-        only because it stands turned: a book at a slant); None otherwise."""
-        model, data = self.env.sim.model._model, self.env.sim.data._data
+        only because it stands turned: a book at a slant); None otherwise. ``local`` is its box
+        in its own frame."""
+        data = self.env.sim.data._data
         body = self.env.obj_body_id[self.obj]
         rotation = data.xmat[body].reshape(3, 3)
         if rotation[2, 2] < UPRIGHT:
             return None
-        local = local_box(model, data, body)
         thin = int(np.argmin(local.size[:2]))
         if local.size[thin] > GRIPPER_SPAN:
             return None
@@ -153,21 +153,22 @@ class PickPlaceExpert:
         grasp[2] = box.high[2] - 0.035
         return line / np.linalg.norm(line), grasp
 
-    def _slot(self) -> tuple[np.ndarray, np.ndarray | None]:
+    def _slot(self, local: Box) -> tuple[np.ndarray, np.ndarray | None]:
         """The finger line to carry the object in, and where in a compartment its centre goes
         (None where the target is not a compartment: the grasp's line, the target's centre).
         In a compartment (a caddy's slot, a few millimetres wider than a book), the object may
         turn with the hand onto a line at a multiple of ``SLOT_TURN`` from the world's x axis:
         the turn and place kept farthest from the parent's walls (then nearest the
-        compartment's centre, then the least turn), with the object's centre in the region, as
-        LIBERO's ``In`` checks it."""
+        compartment's centre, then the least turn), with the object's centre inside the region
+        (LIBERO's ``In`` checks its origin there: a book's is under its centre). ``local`` is
+        the object's box in its own frame."""
         inside = self._target()[1]
         if inside is None:
             return self.line, None
-        model, data = self.env.sim.model._model, self.env.sim.data._data
+        data = self.env.sim.data._data
         body = self.env.obj_body_id[self.obj]
         low, high = self._walls(inside)
-        size = local_box(model, data, body).size[:2]
+        size = local.size[:2]
         axes = data.xmat[body].reshape(3, 3)
         yaw = float(np.arctan2(axes[1, 0], axes[0, 0]))
         line = float(np.arctan2(self.line[1], self.line[0]))
@@ -328,15 +329,19 @@ class PickPlaceExpert:
                 # As LIBERO's SiteObject.in_box sizes it.
                 rotation = sim.data.site_xmat[site_id].reshape(3, 3)
                 half = np.abs(rotation @ sim.model._model.site_size[site_id])
-                slots = [
-                    name
-                    for name, other in self.env.object_sites_dict.items()
-                    if name.endswith(CONTAIN) and getattr(other, "parent_name", None) == parent
-                ]
-                inside = Box(position - half, position + half)
-                return over, inside if self.target in slots and len(slots) > 1 else None
+                return over, Box(position - half, position + half) if self.compartment else None
         margin = np.array([0.02, 0.02, 0.0])
         return Box(position - margin, position + margin), None
+
+    def _compartment(self) -> bool:
+        """Whether the target is one of several regions its parent contains things in."""
+        parent = getattr(self.env.object_sites_dict.get(self.target), "parent_name", None)
+        slots = [
+            name
+            for name, site in self.env.object_sites_dict.items()
+            if name.endswith(CONTAIN) and getattr(site, "parent_name", None) == parent
+        ]
+        return parent is not None and self.target in slots and len(slots) > 1
 
     def act(self, eef: np.ndarray) -> np.ndarray:
         phase = self.PHASES[min(self.phase, len(self.PHASES) - 1)]
@@ -366,7 +371,8 @@ class PickPlaceExpert:
         elif phase == "retreat":
             goal = np.array([eef[0], eef[1], high + 0.1])
         still = self.slot is None or self._still(eef)
-        self.last_eef = eef.copy()
+        if self.slot is not None:
+            self.last_eef = eef.copy()
         error = goal - eef
         # Into a slot the object turns as it rises, before it is carried: turned while moving
         # across, a book swings in the fingers.
@@ -397,8 +403,8 @@ class PickPlaceExpert:
 class AsideExpert(PickPlaceExpert):
     """Moves an object out from under where a drawer will stand once pulled open, before it is
     pulled (``(aside OBJECT DRAWER_REGION)``, planned, never in a goal): along the world axis
-    that clears it with the shortest move to a place no other body stands in, ``ASIDE_GAP``
-    beyond the opened drawer."""
+    that clears it with the shortest move to a place no other body stands in (the shortest of
+    all, should none be free), ``ASIDE_GAP`` beyond the opened drawer."""
 
     def __init__(self, env: Any, goal: tuple[str, ...]) -> None:
         super().__init__(env, goal)
@@ -424,7 +430,7 @@ class AsideExpert(PickPlaceExpert):
             for part in parts
             if np.all(part.size[:2] < 10.0)  # not the floor, which is everywhere
         ]
-        moves = []
+        shifts = []
         for axis in (0, 1):
             for sense in (-1.0, 1.0):
                 edge = (
@@ -432,12 +438,18 @@ class AsideExpert(PickPlaceExpert):
                     if sense < 0
                     else drawer.high[axis] - box.low[axis]
                 )
-                move = np.zeros(3)
-                move[axis] = edge + sense * ASIDE_GAP
-                moves.append(move)
-        for move in sorted(moves, key=lambda m: float(np.abs(m).sum())):
-            low, high = box.low + move + [0, 0, 0.005], box.high + move
-            if not any(np.all(o.low < high) and np.all(o.high > low) for o in others):
-                break
-        centre = box.centre + move
+                shift = np.zeros(3)
+                shift[axis] = edge + sense * ASIDE_GAP
+                shifts.append(shift)
+        shifts.sort(key=lambda m: float(np.abs(m).sum()))
+        free = [
+            shift
+            for shift in shifts
+            if not any(
+                np.all(o.low < box.high + shift)
+                and np.all(o.high > box.low + shift + [0, 0, 0.005])
+                for o in others
+            )
+        ]
+        centre = box.centre + (free or shifts)[0]
         return Box(np.array([*centre[:2], box.low[2]]), np.array([*centre[:2], box.low[2]]))
