@@ -1,10 +1,12 @@
-"""LIBERO episodes with robosuite's hard reset (compiling the scene, and with pixels making a
-render context, every time) and with the compiled scene and its render context reused
-(``pytest_benchmarks.envs.libero_reset``), side by side.
+"""LIBERO episodes as robosuite runs them, and with the harness's two changes that keep every
+state: the compiled scene and its render context reused by the reset
+(``pytest_benchmarks.envs.libero_reset``), then also the lean control substeps
+(``pytest_benchmarks.envs.libero_substeps``), side by side.
 
-The two envs take turns episode by episode, the scripted expert acting, the same seeds and
-initial states; prints the median reset time (reset, initial state and settle steps) and the
-median whole-episode time of each, and checks that both envs took the same steps.
+The three envs take turns episode by episode, the scripted expert acting, the same seeds and
+initial states; prints the median reset time (reset, initial state and settle steps), the
+median whole-episode time and the median time per step after the reset of each, and checks
+that all took the same steps.
 
     python benchmarks/perf/libero_reset.py [--task libero_spatial/0] [--episodes 5]
         [--obs state|pixels] [--max-steps 280]
@@ -17,21 +19,21 @@ import statistics
 import time
 from typing import Any
 
-import numpy as np
-
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.engine import rendering
 from pytest_benchmarks.envs.libero import EXPERT_KEY
 
 
-def make(task: str, reuse: bool, obs: str) -> Any:
+def make(task: str, reuse: bool, lean: bool, obs: str) -> Any:
     bench = catalog.get("libero")
     env = bench.make_env(EnvConfig(bench.select([task])[0], 300, 1000, privileged=True,
                                    obs=obs, image_size=(128, 128)))  # fmt: skip
     if not reuse:  # robosuite's own: compile, and make a render context, on every reset
         del env._env.env._initialize_sim
         del env._env.env._destroy_sim
+    if not lean:  # robosuite's own substeps: three forward passes each
+        del env._env.env._pre_action
     return env
 
 
@@ -59,8 +61,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.obs == "pixels":
         rendering.choose_backend()
-    envs = {"hard reset": make(args.task, False, args.obs),
-            "scene reused": make(args.task, True, args.obs)}  # fmt: skip
+    envs = {"robosuite's own": make(args.task, False, False, args.obs),
+            "scene reused": make(args.task, True, False, args.obs),
+            "+ lean steps": make(args.task, True, True, args.obs)}  # fmt: skip
     figures: dict[str, list[tuple[float, float, int]]] = {name: [] for name in envs}
     for index in range(args.episodes):
         for name, env in envs.items():
@@ -70,11 +73,13 @@ def main() -> None:
     for name, rows in figures.items():
         reset_s = statistics.median(f[0] for f in rows)
         episode_s = statistics.median(f[1] for f in rows)
-        print(f"  {name:13} reset {reset_s:6.3f} s  episode {episode_s:6.3f} s  "
-              f"steps {steps[name]}")  # fmt: skip
-    hard, reused = (statistics.median(f[1] for f in rows) for rows in figures.values())
-    print(f"  episode time, reused / hard: {reused / hard:.2f}; same steps: "
-          f"{np.array_equal(*steps.values())}")  # fmt: skip
+        step_ms = statistics.median(1000 * (f[1] - f[0]) / max(1, f[2]) for f in rows)
+        print(f"  {name:15} reset {reset_s:6.3f} s  episode {episode_s:6.3f} s  "
+              f"step {step_ms:6.1f} ms  steps {steps[name]}")  # fmt: skip
+    own, reused, lean = (statistics.median(f[1] for f in rows) for rows in figures.values())
+    same = all(s == steps["robosuite's own"] for s in steps.values())
+    print(f"  episode time against robosuite's own: scene reused {reused / own:.2f}, "
+          f"+ lean steps {lean / own:.2f}; same steps: {same}")  # fmt: skip
     for env in envs.values():
         env.close()
 

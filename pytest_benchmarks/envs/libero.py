@@ -49,6 +49,7 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
 
     def __init__(self, config: EnvConfig) -> None:
         from pytest_benchmarks.envs.libero_setup import prepare
+        from pytest_benchmarks.envs.libero_substeps import LeanSubsteps
 
         prepare()
         from libero.libero import benchmark, get_libero_path
@@ -76,6 +77,7 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
                 camera_widths=width,
             )
         self.scene: CompiledScene = self._env.env.compiled_scene
+        LeanSubsteps.install(self._env.env)
         self._keys = list(STATE_KEYS) + (list(CAMERAS) if pixels else [])
         self._render = config.render if pixels else None
         self._unread = tuple(config.blank_cameras) if pixels else ()

@@ -1,0 +1,113 @@
+"""LIBERO's control substeps with the repeated forward passes left out are robosuite's own,
+state for state over whole episodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mujoco
+import numpy as np
+import pytest
+
+from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.tasks import EnvConfig
+from pytest_benchmarks.envs.libero import EXPERT_KEY
+
+
+def make(task: str, privileged: bool, lean: bool, obs: str = "state") -> Any:
+    bench = catalog.get("libero")
+    ref = bench.select([task])[0]
+    config = EnvConfig(ref, 300, 1000, obs=obs, privileged=privileged, image_size=(64, 64))
+    env = bench.make_env(config)
+    if not lean:  # robosuite's own _pre_action, with its forward passes and mj_step
+        del env._env.env._pre_action
+    return env
+
+
+def full_state(env: Any) -> np.ndarray:
+    """Everything MuJoCo integrates and warm-starts from: time, positions, velocities,
+    actuator activations and controls, the constraint solver's warm start, applied forces."""
+    sim = env._env.env.sim
+    model, data = sim.model._model, sim.data._data
+    spec = mujoco.mjtState.mjSTATE_INTEGRATION
+    state = np.empty(mujoco.mj_stateSize(model, spec))
+    mujoco.mj_getState(model, data, state, spec)
+    return np.concatenate([state, data.sensordata, data.qacc, data.efc_force])
+
+
+@pytest.mark.parametrize(
+    ("task", "expert", "steps"),
+    [
+        # The expert grasps, carries and places a bowl: contacts, a moving object.
+        ("libero_spatial/0", True, 300),
+        # A stove and a cabinet with a drawer (articulated fixtures), pushed about at random.
+        ("libero_goal/2", False, 80),
+    ],
+)
+def test_lean_substeps_step_as_robosuite_does(task: str, expert: bool, steps: int):
+    own, lean = make(task, expert, lean=False), make(task, expert, lean=True)
+    rng = np.random.default_rng(0)
+    successes = 0
+    try:
+        for episode, (seed, init) in enumerate([(1000, 0), (1001, 7)]):
+            obs_own, _ = own.reset(seed=seed, options={"init_state": init})
+            obs_lean, _ = lean.reset(seed=seed, options={"init_state": init})
+            assert np.array_equal(full_state(own), full_state(lean)), (episode, "reset")
+            for step in range(steps):
+                action = obs_own[EXPERT_KEY] if expert else rng.uniform(-1, 1, 7)
+                obs_own, _, _, _, info_own = own.step(action)
+                obs_lean, _, _, _, info_lean = lean.step(action)
+                assert np.array_equal(full_state(own), full_state(lean)), (episode, step)
+                assert info_own == info_lean
+                if info_own["success"]:
+                    successes += 1
+                    break
+            for key in obs_own:
+                assert np.array_equal(obs_own[key], obs_lean[key]), (episode, key)
+        assert successes == (2 if expert else 0)
+    finally:
+        own.close()
+        lean.close()
+
+
+def test_lean_substeps_render_the_same_frames():
+    """Cameras render after each substep's integration: the frames are the same too."""
+    own, lean = (
+        make("libero_object/0", False, lean=False, obs="pixels"),
+        make("libero_object/0", False, lean=True, obs="pixels"),
+    )
+    rng = np.random.default_rng(1)
+    try:
+        obs_own, _ = own.reset(seed=3, options={"init_state": 2})
+        obs_lean, _ = lean.reset(seed=3, options={"init_state": 2})
+        for _ in range(12):
+            action = rng.uniform(-1, 1, 7)
+            obs_own, *_ = own.step(action)
+            obs_lean, *_ = lean.step(action)
+            for key in obs_own:
+                assert np.array_equal(obs_own[key], obs_lean[key]), key
+    finally:
+        own.close()
+        lean.close()
+
+
+def test_a_bad_state_is_left_to_mj_step_which_resets_it(monkeypatch, tmp_path):
+    """MuJoCo's mj_step resets the data when a velocity is NaN; the lean step does too."""
+    monkeypatch.chdir(tmp_path)  # MuJoCo logs its warning to MUJOCO_LOG.TXT here
+    own, lean = (
+        make("libero_spatial/0", False, lean=False),
+        make("libero_spatial/0", False, lean=True),
+    )
+    try:
+        for env in (own, lean):
+            env.reset(seed=0, options={"init_state": 0})
+            env.step(np.zeros(7))
+            env._env.env.sim.data.qvel[0] = np.nan
+            env.step(np.zeros(7))
+        assert np.array_equal(full_state(own), full_state(lean))
+        warning = mujoco.mjtWarning.mjWARN_BADQVEL
+        counts = [env._env.env.sim.data.warning[warning].number for env in (own, lean)]
+        assert counts[0] == counts[1] >= 1
+    finally:
+        own.close()
+        lean.close()
