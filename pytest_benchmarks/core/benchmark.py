@@ -111,8 +111,9 @@ class Benchmark(ABC):
     def make_env(self, config: EnvConfig) -> gym.Env[Any, Any]:
         """Build one env; called inside the process that steps it.
 
-        The env's ``reset(seed=..., options={"init_state": k})`` starts initial state k and its
-        step info carries ``"success"``.
+        The env's ``reset(seed=..., options={"init_state": k, "index": i})`` starts episode i
+        (counted from 0 in its task) from initial state k, and its step info carries
+        ``"success"``; an env whose scene depends on nothing but these may ignore ``index``.
         """
 
     @abstractmethod

@@ -79,7 +79,7 @@ class SlotEnv(gym.Env[Any, Any]):
         if slot_options.pop("park", False):
             self._ended = True
             return self._last_obs, {}
-        index = slot_options.pop("index", None)
+        index = slot_options.get("index")  # the env may use it: an episode's own scene
         if self._env is None:
             self._env = self._build()
         obs, _ = self._env.reset(seed=seed, options=slot_options)

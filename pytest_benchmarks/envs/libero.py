@@ -25,7 +25,11 @@ from pytest_benchmarks.core.processors import Batch, EnvProcessors, camera_renam
 from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
 from pytest_benchmarks.envs import libero_tasks, mujoco_render
 from pytest_benchmarks.envs.libero_expert import CANNOT, PlanExpert, goal_of, unsupported
-from pytest_benchmarks.envs.libero_reset import CompiledScene, compiled_from_construction
+from pytest_benchmarks.envs.libero_reset import (
+    CompiledScene,
+    PropertySamplers,
+    compiled_from_construction,
+)
 from pytest_benchmarks.envs.libero_setup import libero_dir
 
 CAMERAS = ("agentview_image", "robot0_eye_in_hand_image")
@@ -45,7 +49,8 @@ N_INIT_STATES = 50
 
 
 class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
-    """One LIBERO task; ``reset(options={"init_state": k})`` starts from the suite's state k."""
+    """One LIBERO task; ``reset(options={"init_state": k, "index": i})`` starts episode i from
+    the suite's state k (``index`` pins the fixtures' placement: ``PropertySamplers``)."""
 
     def __init__(self, config: EnvConfig) -> None:
         from pytest_benchmarks.envs.libero_setup import prepare
@@ -78,6 +83,7 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             )
         self.scene: CompiledScene = self._env.env.compiled_scene
         LeanSubsteps.install(self._env.env)
+        self._samplers = PropertySamplers(self._env.env)
         self._keys = list(STATE_KEYS) + (list(CAMERAS) if pixels else [])
         self._render = config.render if pixels else None
         self._unread = tuple(config.blank_cameras) if pixels else ()
@@ -120,6 +126,9 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         state = int((options or {}).get("init_state", 0))
+        episode = (options or {}).get("index")
+        if episode is not None:  # the harness's episodes: a scene that depends on no other
+            self._samplers.pin(int(episode))
         if seed is not None:
             self._env.seed(seed)
         self._env.reset()

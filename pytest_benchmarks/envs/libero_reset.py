@@ -128,3 +128,29 @@ def compiled_from_construction(processor: Callable[[str], str] | None) -> Iterat
         yield
     finally:
         MujocoEnv._initialize_sim = original  # type: ignore[method-assign]
+
+
+class PropertySamplers:
+    """Episode ``I``'s reset draws what a fresh env's ``I + 1``-th reset draws, whatever ran before.
+
+    LIBERO's ``_load_model`` (every hard reset) appends the samplers of the BDDL's initial
+    ``Open``/``Close``/``TurnOn``/``TurnOff`` states to ``object_property_initializers`` and never
+    clears the list; the reset draws once from numpy's global generator per sampler before it
+    places the fixtures. So even after ``seed()``, where a cabinet or a rack stands (up to 1.5 cm
+    apart) depends on how many resets the env made before: a task's episodes run one after another
+    in one env get one placement each, the same episode run alone or in another slot another
+    (libero_90/24 at 5: succeeds alone, fails after episode 4). Before each episode's reset the
+    list is set to what a fresh env holds before that reset in order (its samplers are stateless,
+    the same for every load), so an episode's scene depends only on its seed, initial state and
+    index: rerunning one episode, or running with more slots, gives the scene of the run in order.
+    """
+
+    def __init__(self, env: Any) -> None:
+        self._env = env
+        #: The samplers one load appends (the constructor's load made the list so far).
+        self._per_load = list(env.object_property_initializers)
+
+    def pin(self, episode: int) -> None:
+        """Before episode ``episode``'s reset (counted from 0 in a fresh env)."""
+        if self._per_load:
+            self._env.object_property_initializers = self._per_load * (episode + 1)

@@ -15,7 +15,8 @@ stages, then the integrator), so every solve robosuite's loop makes is still mad
 
 Where ``mj_step`` would do something else it runs as before: its first act is to check
 positions and velocities (NaN, or beyond ``mjMAXVAL``) and reset the data if one is bad, and
-``mj_step2`` integrates RK4 models with Euler. Tests step whole episodes with and without and compare the full simulator state at every step.
+``mj_step2`` integrates RK4 models with Euler. Tests step whole episodes with and without and
+compare the full simulator state at every step.
 """
 
 from __future__ import annotations
