@@ -48,3 +48,13 @@ def outcomes(document: dict[str, Any]) -> dict[str, list[tuple[Any, ...]]]:
         ]
         for row in document["results"]
     }
+
+
+#: LIBERO episodes on which two ways of running the same env are compared step for step:
+#: (task, whether the expert acts (else random actions), steps per episode).
+LIBERO_SIDE_BY_SIDE = [
+    # The expert grasps, carries and places a bowl: contacts, a moving object.
+    ("libero_spatial/0", True, 300),
+    # A stove and a cabinet with a drawer (articulated fixtures), pushed about at random.
+    ("libero_goal/2", False, 80),
+]

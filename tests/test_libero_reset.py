@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import LIBERO_SIDE_BY_SIDE
 
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.tasks import EnvConfig
@@ -52,15 +53,7 @@ def assert_same_model(hard: Any, fast: Any) -> None:
     pytest.fail(f"the reused model differs from the compiled one: {different or 'options'}")
 
 
-@pytest.mark.parametrize(
-    ("task", "expert", "steps"),
-    [
-        # The expert grasps, carries and places a bowl: contacts, a moving object.
-        ("libero_spatial/0", True, 300),
-        # A stove and a cabinet with a drawer (articulated fixtures), pushed about at random.
-        ("libero_goal/2", False, 60),
-    ],
-)
+@pytest.mark.parametrize(("task", "expert", "steps"), LIBERO_SIDE_BY_SIDE)
 def test_reused_scene_resets_to_the_hard_resets_states(task: str, expert: bool, steps: int):
     hard, fast = make(task, expert, reuse=False), make(task, expert, reuse=True)
     rng = np.random.default_rng(0)

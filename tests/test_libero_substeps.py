@@ -8,6 +8,7 @@ from typing import Any
 import mujoco
 import numpy as np
 import pytest
+from helpers import LIBERO_SIDE_BY_SIDE
 
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.tasks import EnvConfig
@@ -35,15 +36,7 @@ def full_state(env: Any) -> np.ndarray:
     return np.concatenate([state, data.sensordata, data.qacc, data.efc_force])
 
 
-@pytest.mark.parametrize(
-    ("task", "expert", "steps"),
-    [
-        # The expert grasps, carries and places a bowl: contacts, a moving object.
-        ("libero_spatial/0", True, 300),
-        # A stove and a cabinet with a drawer (articulated fixtures), pushed about at random.
-        ("libero_goal/2", False, 80),
-    ],
-)
+@pytest.mark.parametrize(("task", "expert", "steps"), LIBERO_SIDE_BY_SIDE)
 def test_lean_substeps_step_as_robosuite_does(task: str, expert: bool, steps: int):
     own, lean = make(task, expert, lean=False), make(task, expert, lean=True)
     rng = np.random.default_rng(0)
