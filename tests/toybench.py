@@ -62,6 +62,9 @@ class Corridor(gym.Env[np.ndarray, np.ndarray]):
         if self.task == "crash" and self.steps == 2:
             os._exit(3)
         if self.task == "interrupt" and self.steps == 2:
+            # As Ctrl-C reaches an interactive process: a session started from a background
+            # shell inherits SIGINT ignored, and Python then installs no handler for it.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
             os.kill(os.getpid(), signal.SIGINT)
         if self.task == "killed" and self.steps == 2:
             os.kill(os.getpid(), signal.SIGKILL)
