@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,3 +59,51 @@ LIBERO_SIDE_BY_SIDE = [
     # A stove and a cabinet with a drawer (articulated fixtures), pushed about at random.
     ("libero_goal/2", False, 80),
 ]
+
+
+def sim_state(env: Any) -> Any:
+    """A LIBERO env's simulator state, all that MuJoCo integrates and warm-starts from (time,
+    positions, velocities, activations, controls, the solver's warm start, applied forces),
+    with the sensors, accelerations and constraint forces last computed."""
+    import mujoco
+    import numpy as np
+
+    sim = env._env.env.sim
+    model, data = sim.model._model, sim.data._data
+    spec = mujoco.mjtState.mjSTATE_INTEGRATION
+    state = np.empty(mujoco.mj_stateSize(model, spec))
+    mujoco.mj_getState(model, data, state, spec)
+    return np.concatenate([state, data.sensordata, data.qacc, data.efc_force])
+
+
+def step_side_by_side(
+    a: Any, b: Any, expert: bool, steps: int, at_reset: Callable[[Any, Any], None] | None = None
+) -> int:
+    """Two episodes (seed 1000 from initial state 0, 1001 from 7) of LIBERO envs ``a`` and ``b``
+    side by side, ``a``'s expert acting (else seeded random actions): the simulator states are
+    equal after every reset and step, and so are the success flags and the last observations;
+    ``at_reset(a, b)`` checks more after each reset. Returns the episodes that succeeded."""
+    import numpy as np
+
+    from pytest_benchmarks.envs.libero import EXPERT_KEY
+
+    rng = np.random.default_rng(0)
+    successes = 0
+    for episode, (seed, init) in enumerate([(1000, 0), (1001, 7)]):
+        obs_a, _ = a.reset(seed=seed, options={"init_state": init})
+        obs_b, _ = b.reset(seed=seed, options={"init_state": init})
+        if at_reset is not None:
+            at_reset(a, b)
+        assert np.array_equal(sim_state(a), sim_state(b)), (episode, "reset")
+        for step in range(steps):
+            action = obs_a[EXPERT_KEY] if expert else rng.uniform(-1, 1, 7)
+            obs_a, _, _, _, info_a = a.step(action)
+            obs_b, _, _, _, info_b = b.step(action)
+            assert np.array_equal(sim_state(a), sim_state(b)), (episode, step)
+            assert info_a == info_b
+            if info_a["success"]:
+                successes += 1
+                break
+        for key in obs_a:
+            assert np.array_equal(obs_a[key], obs_b[key]), (episode, key)
+    return successes

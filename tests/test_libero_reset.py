@@ -6,11 +6,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import LIBERO_SIDE_BY_SIDE
+from helpers import LIBERO_SIDE_BY_SIDE, sim_state, step_side_by_side
 
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.tasks import EnvConfig
-from pytest_benchmarks.envs.libero import EXPERT_KEY
 from pytest_benchmarks.envs.libero_reset import model_arrays
 
 
@@ -25,10 +24,6 @@ def make(task: str, privileged: bool, reuse: bool) -> Any:
 
 def model_of(env: Any) -> Any:
     return env._env.env.sim.model._model
-
-
-def full_state(env: Any) -> np.ndarray:
-    return env._env.get_sim_state()
 
 
 def mjb(model: Any) -> np.ndarray:
@@ -56,23 +51,8 @@ def assert_same_model(hard: Any, fast: Any) -> None:
 @pytest.mark.parametrize(("task", "expert", "steps"), LIBERO_SIDE_BY_SIDE)
 def test_reused_scene_resets_to_the_hard_resets_states(task: str, expert: bool, steps: int):
     hard, fast = make(task, expert, reuse=False), make(task, expert, reuse=True)
-    rng = np.random.default_rng(0)
     try:
-        for episode, (seed, init) in enumerate([(1000, 0), (1001, 7)]):
-            obs_hard, _ = hard.reset(seed=seed, options={"init_state": init})
-            obs_fast, _ = fast.reset(seed=seed, options={"init_state": init})
-            assert_same_model(hard, fast)
-            assert np.array_equal(full_state(hard), full_state(fast)), (episode, "reset")
-            for step in range(steps):
-                action = obs_hard[EXPERT_KEY] if expert else rng.uniform(-1, 1, 7)
-                obs_hard, _, _, _, info_hard = hard.step(action)
-                obs_fast, _, _, _, info_fast = fast.step(action)
-                assert np.array_equal(full_state(hard), full_state(fast)), (episode, step)
-                assert info_hard == info_fast
-                if info_hard["success"]:
-                    break
-            for key in obs_hard:
-                assert np.array_equal(obs_hard[key], obs_fast[key]), (episode, key)
+        step_side_by_side(hard, fast, expert, steps, at_reset=assert_same_model)
         # One compile for the first reset; the construction's own model is robosuite's.
         assert fast.scene.compiled == 1
     finally:
@@ -94,7 +74,7 @@ def test_an_episodes_fixtures_stand_where_the_run_in_order_put_them():
     try:
         placed = [fixtures_after_reset(in_order, episode, index=True) for episode in range(4)]
         assert np.array_equal(fixtures_after_reset(alone, 3, index=True), placed[3])
-        assert np.array_equal(full_state(alone), full_state(in_order))
+        assert np.array_equal(sim_state(alone), sim_state(in_order))
         # LIBERO's own behaviour, which the index pins: the same seed, another placement.
         assert not np.array_equal(fixtures_after_reset(alone, 3, index=False), placed[3])
     finally:

@@ -8,11 +8,10 @@ from typing import Any
 import mujoco
 import numpy as np
 import pytest
-from helpers import LIBERO_SIDE_BY_SIDE
+from helpers import LIBERO_SIDE_BY_SIDE, sim_state, step_side_by_side
 
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.tasks import EnvConfig
-from pytest_benchmarks.envs.libero import EXPERT_KEY
 
 
 def make(task: str, privileged: bool, lean: bool, obs: str = "state") -> Any:
@@ -25,39 +24,11 @@ def make(task: str, privileged: bool, lean: bool, obs: str = "state") -> Any:
     return env
 
 
-def full_state(env: Any) -> np.ndarray:
-    """Everything MuJoCo integrates and warm-starts from: time, positions, velocities,
-    actuator activations and controls, the constraint solver's warm start, applied forces."""
-    sim = env._env.env.sim
-    model, data = sim.model._model, sim.data._data
-    spec = mujoco.mjtState.mjSTATE_INTEGRATION
-    state = np.empty(mujoco.mj_stateSize(model, spec))
-    mujoco.mj_getState(model, data, state, spec)
-    return np.concatenate([state, data.sensordata, data.qacc, data.efc_force])
-
-
 @pytest.mark.parametrize(("task", "expert", "steps"), LIBERO_SIDE_BY_SIDE)
 def test_lean_substeps_step_as_robosuite_does(task: str, expert: bool, steps: int):
     own, lean = make(task, expert, lean=False), make(task, expert, lean=True)
-    rng = np.random.default_rng(0)
-    successes = 0
     try:
-        for episode, (seed, init) in enumerate([(1000, 0), (1001, 7)]):
-            obs_own, _ = own.reset(seed=seed, options={"init_state": init})
-            obs_lean, _ = lean.reset(seed=seed, options={"init_state": init})
-            assert np.array_equal(full_state(own), full_state(lean)), (episode, "reset")
-            for step in range(steps):
-                action = obs_own[EXPERT_KEY] if expert else rng.uniform(-1, 1, 7)
-                obs_own, _, _, _, info_own = own.step(action)
-                obs_lean, _, _, _, info_lean = lean.step(action)
-                assert np.array_equal(full_state(own), full_state(lean)), (episode, step)
-                assert info_own == info_lean
-                if info_own["success"]:
-                    successes += 1
-                    break
-            for key in obs_own:
-                assert np.array_equal(obs_own[key], obs_lean[key]), (episode, key)
-        assert successes == (2 if expert else 0)
+        assert step_side_by_side(own, lean, expert, steps) == (2 if expert else 0)
     finally:
         own.close()
         lean.close()
@@ -97,7 +68,7 @@ def test_a_bad_state_is_left_to_mj_step_which_resets_it(monkeypatch, tmp_path):
             env.step(np.zeros(7))
             env._env.env.sim.data.qvel[0] = np.nan
             env.step(np.zeros(7))
-        assert np.array_equal(full_state(own), full_state(lean))
+        assert np.array_equal(sim_state(own), sim_state(lean))
         warning = mujoco.mjtWarning.mjWARN_BADQVEL
         counts = [env._env.env.sim.data.warning[warning].number for env in (own, lean)]
         assert counts[0] == counts[1] >= 1
