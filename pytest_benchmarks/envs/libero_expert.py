@@ -59,8 +59,6 @@ UNDER_DRAWER = "the drawer, pulled open first, overhangs the bowl it is to take"
 #: Tasks the expert plans but fails (the episodes measured), and why: left out like the tasks
 #: it cannot plan, so no test of them stands in for a check that cannot pass.
 CANNOT: dict[tuple[str, int], str] = {
-    ("libero_10", 8): "both moka pots, taken by their handles, go onto the one cook region: "
-    "the second lands on the first (0/10 measured)",
     ("libero_90", 6): "the bottom drawer's handle is 4.5 cm above the table: the hand, turned "
     "upright to straddle it, meets the table (0/3 measured)",
     ("libero_90", 23): "the arm's forearm meets the white cabinet's top before its bottom "

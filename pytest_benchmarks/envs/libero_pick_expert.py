@@ -19,7 +19,8 @@ either world axis only because it stands turned (a book at a slant) is taken acr
 axis. Into a compartment, one of several its parent holds things in (a caddy's slots, a few
 millimetres wider than a book), the object turns as it rises, onto the line and to the place
 that keep it farthest from the walls, and goes down once the hand is still, its bottom steered
-over that place however it hangs in the fingers.
+over that place however it hangs in the fingers. Onto a region another object already stands on
+(the second of two moka pots onto one stove), it goes to the nearest place beside it.
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ HANDLE_WIDTH, HANDLE_OUT = 0.03, 0.03
 ROBOT_PARTS = ("robot0_", "gripper0_", "mount0_")
 ASIDE_GAP = 0.03  # metres an object moved aside is left clear of the opened drawer
 SLOT_MARGIN = 0.005  # least metres kept between an object and a compartment's walls
+#: Metres kept between objects the goal puts on one region, and between an object's origin (what
+#: LIBERO's ``On`` of a region reads) and the region's edge.
+SHARED_GAP, REGION_MARGIN = 0.01, 0.015
 SLOT_TURN = np.pi / 12  # the steps in which an object may turn to fit a compartment
 UPRIGHT = 0.95  # the cosine of the largest tilt at which an object counts as standing upright
 STILL = 0.001  # metres per step under which the hand counts as at rest
@@ -114,6 +118,7 @@ class PickPlaceExpert:
         self.offset_xy = self.grasp[:2] - box.centre[:2]
         self.base = np.array([*own.centre[:2], own.low[2]])  # its bottom face's centre, its frame
         self.place_line, self.slot = self._slot(own)
+        self.beside = self._beside(box)
         self.last_eef = np.zeros(3)
         self.steer = self.steer or self.place_line is not self.line
         self.phase, self.count = 0, 0
@@ -333,6 +338,40 @@ class PickPlaceExpert:
         margin = np.array([0.02, 0.02, 0.0])
         return Box(position - margin, position + margin), None
 
+    def _beside(self, box: Box) -> np.ndarray:
+        """How far off its usual place the object goes, so as to stand clear of the objects
+        already on the same region (the second moka pot onto the one stove of libero_10/8):
+        nowhere where that place is clear or the target is no parent's region; else the nearest
+        place clear of them by ``SHARED_GAP`` that keeps the object's origin inside the region."""
+        shift = np.zeros(2)
+        site = self.env.object_sites_dict.get(self.target)
+        parent = getattr(site, "parent_name", None)
+        if self.kind != "on" or parent not in self.env.obj_body_id or getattr(site, "joints", None):
+            return shift
+        sim = self.env.sim
+        there = [
+            body_box(sim, self.env.obj_body_id[other])
+            for other in self.env.objects_dict
+            if other != self.obj and self.env._eval_predicate(["on", other, self.target])
+        ]
+        if not there:
+            return shift
+        centre = self._target()[0].centre[:2]  # where the object's box centre goes
+        half_box = box.size[:2] / 2 + SHARED_GAP
+        site_id = sim.model.site_name2id(self.target)
+        rotation = sim.data.site_xmat[site_id].reshape(3, 3)
+        room = np.abs(rotation @ sim.model._model.site_size[site_id])[:2] - REGION_MARGIN
+        origin = sim.data.body_xpos[self.env.obj_body_id[self.obj]][:2] - box.centre[:2]
+        region = sim.data.site_xpos[site_id][:2] - centre - origin  # its centre, as a shift
+        grid = np.stack(np.meshgrid(*(np.arange(-r, r + 1e-9, 0.0025) for r in room)), -1)
+        shifts = np.concatenate([shift[None], region + grid.reshape(-1, 2)])
+        shifts = shifts[np.argsort(np.hypot(*shifts.T), kind="stable")]
+        for candidate in shifts:
+            low, high = centre + candidate - half_box, centre + candidate + half_box
+            if not any(np.all(o.low[:2] < high) and np.all(o.high[:2] > low) for o in there):
+                return candidate
+        return shift
+
     def _compartment(self) -> bool:
         """Whether the target is one of several regions its parent contains things in."""
         parent = getattr(self.env.object_sites_dict.get(self.target), "parent_name", None)
@@ -355,7 +394,7 @@ class PickPlaceExpert:
         elif phase in ("lift", "carry", "lower", "release"):
             target, inside = self._target()
             place = target.centre.copy()
-            place[:2] += self.offset_xy
+            place[:2] += self.offset_xy + self.beside
             if self.slot is not None:  # its bottom over the slot, however it hangs in the hand
                 place[:2] = eef[:2] + self.slot - self._bottom()[:2]
             place[2] = target.high[2] + self.below_grasp + 0.02
