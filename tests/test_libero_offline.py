@@ -230,7 +230,7 @@ def test_scripted_expert_covers_pick_and_place_goals_from_bddl():
         for suite in ("libero_spatial", "libero_object", "libero_goal", "libero_10")
     }
     # Goals the expert plans but is known to fail are left out, with why.
-    assert covered == {"libero_spatial": 9, "libero_object": 10, "libero_goal": 9, "libero_10": 7}
+    assert covered == {"libero_spatial": 9, "libero_object": 10, "libero_goal": 9, "libero_10": 8}
     bowl = benchmark.select(["libero_spatial/4"])[0]
     assert benchmark.scripted_missing(bowl) == (
         "no scripted expert: the bowl sits in the top drawer, under the cabinet's top: the "
@@ -381,6 +381,70 @@ def test_the_hand_turns_a_quarter_where_a_cabinet_top_overhangs_the_object():
     assert run.results[0].episodes[0].success  # LIBERO's own check: the bowl is on the plate
 
 
+def run_expert(env: Any, obs: dict[str, Any], steps: int, watch: Any = None) -> bool:
+    """Step a privileged LIBERO env with its expert's actions until LIBERO reports success;
+    ``watch()`` is called after every step."""
+    for _ in range(steps):
+        obs, _, _, _, info = env.step(obs[lib.EXPERT_KEY])
+        if watch is not None:
+            watch()
+        if info["success"]:
+            return True
+    return False
+
+
+def test_into_a_drawer_under_a_cabinet_top_the_hand_turns_and_the_place_moves_out():
+    """libero_90/24: the bowl into the white cabinet's open bottom drawer. Fingers along y, the
+    hand (20 cm along them) would meet the cabinet's face above the drawer at the place: it
+    turns a quarter (episode 0). In episode 2 the cabinet stands 1.6 cm nearer and the turned
+    hand would meet the handle of the drawer above: the place moves out along the drawer, the
+    bowl's origin kept inside the drawer's region, and LIBERO's own check ends the episode."""
+    task = catalog.get("libero").select(["libero_90/24"])[0]
+    env = lib.LiberoTaskEnv(EnvConfig(task, 400, 1000, obs="state", privileged=True))
+    try:
+        shifts = {}
+        for episode in (0, 2):
+            obs, _ = env.reset(
+                seed=1000 + episode, options={"init_state": episode, "index": episode}
+            )
+            place = env._expert.steps[env._expert.index]  # the drawer was open: no pull
+            assert place.target == "white_cabinet_1_bottom_region" and place.turned
+            shifts[episode] = place.beside.copy()
+        assert not np.any(shifts[0])
+        assert shifts[2][0] == 0.0 and -0.05 < shifts[2][1] < 0.0  # out of the cabinet, along -y
+        assert run_expert(env, obs, 400)
+    finally:
+        env.close()
+
+
+def test_a_drawer_under_an_overhanging_top_is_shut_by_a_leaned_push():
+    """libero_90/22: the white cabinet's top overhangs its bottom drawer. Pushed with the hand
+    upright, the forearm meets the top's edge and the drawer stops 4.5 cm open; the second push,
+    the hand leaned forward into it by ``LEAN`` more, shuts it: LIBERO's own check ends the
+    episode."""
+    from pytest_benchmarks.envs.libero_joint_expert import LEAN
+
+    task = catalog.get("libero").select(["libero_90/22"])[0]
+    env = lib.LiberoTaskEnv(EnvConfig(task, 400, 1000, obs="state", privileged=True))
+    try:
+        obs, _ = env.reset(seed=1000, options={"init_state": 0, "index": 0})
+        (push,) = env._expert.steps
+        tilts: dict[int, list[float]] = {1: [], 2: []}
+
+        def watch() -> None:
+            """How far the hand's straight-down direction at the start tilts from down."""
+            if push.PHASES[min(push.phase, len(push.PHASES) - 1)] == "push":
+                now = env._env.env.sim.data._data.site_xmat[push.site].reshape(3, 3)
+                pointing = now @ push.upright.as_matrix().T @ np.array([0.0, 0.0, -1.0])
+                tilts[push.attempts].append(float(np.arccos(np.clip(-pointing[2], -1, 1))))
+
+        assert run_expert(env, obs, 400, watch)
+        assert push.attempts == 2  # the upright push did not shut it
+        assert max(tilts[1]) < 0.3 < LEAN < min(tilts[2])
+    finally:
+        env.close()
+
+
 def test_a_grasp_across_a_flat_box_slides_away_from_a_bottle_beside_it():
     """libero_object/1: the tomato sauce stands within the hand's reach of the cream cheese box's
     centre; the grasp slides along the box, away from it, and the episode ends in LIBERO's
@@ -502,12 +566,7 @@ def test_the_second_moka_pot_goes_beside_the_first_on_the_one_stove():
         obs, _ = env.reset(seed=1000, options={"init_state": 0, "index": 0})
         first, second, _ = env._expert.steps
         assert not np.any(first.beside)  # nothing on the stove yet: the usual place
-        success = False
-        for _ in range(520):
-            obs, _, _, _, info = env.step(obs[lib.EXPERT_KEY])
-            if success := info["success"]:
-                break
-        assert success
+        assert run_expert(env, obs, 520)
         assert np.linalg.norm(second.beside) > 0.05  # clear of the first pot
         problem = env._env.env
         one, two = (body_box(problem.sim, problem.obj_body_id[s.obj]) for s in (first, second))

@@ -61,12 +61,6 @@ UNDER_DRAWER = "the drawer, pulled open first, overhangs the bowl it is to take"
 CANNOT: dict[tuple[str, int], str] = {
     ("libero_90", 6): "the bottom drawer's handle is 4.5 cm above the table: the hand, turned "
     "upright to straddle it, meets the table (0/3 measured)",
-    ("libero_90", 23): "the arm's forearm meets the white cabinet's top before its bottom "
-    "drawer is shut, as in libero_90/22 (0/5 measured)",
-    ("libero_90", 22): "the arm's forearm meets the white cabinet's top before its bottom "
-    "drawer is shut (0/2 measured)",
-    ("libero_10", 3): "the bowl goes into the white cabinet's bottom drawer, but the arm's "
-    "forearm meets the cabinet's top before the drawer is shut (0/3 measured)",
     ("libero_10", 9): "the mug must go into the microwave through its door, from the side; the "
     "expert places from above (0/3 measured)",
     # libero_90, 5 episodes each (pytest benchmarks/test_libero.py -k test_success_rate

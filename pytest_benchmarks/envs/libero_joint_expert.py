@@ -11,7 +11,9 @@ arc, by the trailing finger's inner face. Above the start point, down beside it,
 re-aimed every step from where that point is now (along the slide, or around the hinge) until
 LIBERO's own predicate holds or the joint stops moving; then back out and up. A part the push
 did not finish (a door nearly shut, where the leading finger has no room) is pushed once more,
-by the closed fingers.
+by the closed fingers; a drawer, with the hand leaned forward into the push (``LEAN``), its wrist
+and forearm back and down from a cabinet's top that overhangs the drawer (the white cabinet's
+bottom drawer, where the upright arm's forearm meets the top's edge).
 
 Opening is a pull by the handle: a drawer's (``libero_pull_expert``), the microwave's door's
 (``libero_door_expert``).
@@ -22,10 +24,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from pytest_benchmarks.envs.libero_motion import (
     CLEARANCE,
     ON_LINE,
+    YAW_GAIN,
     FingerAxis,
     ahead_on_arc,
     body_box,
@@ -45,6 +49,7 @@ STANDOFF = 0.035  # metres behind the pushed point where the closed fingers come
 FINGER_HALF_SPAN = 0.04
 LEAD = 0.045  # metres the push aims ahead of the pushed point (along the arc for hinges)
 RETREAT = 0.06  # metres back from the pushed point after the push
+LEAN = np.pi / 4  # radians the fingers tilt from straight down toward a drawer's second push
 
 
 class JointPushExpert:
@@ -70,6 +75,12 @@ class JointPushExpert:
         # drawer, and a hinge's part on the second try (a door nearly shut, where the leading
         # finger has no room), by the closed fingers' front.
         self.attempts = 0
+        self.site = self.env.sim.model.site_name2id(
+            self.env.robots[0].gripper.important_sites["grip_site"]
+        )
+        self.upright = Rotation.from_matrix(
+            self.env.sim.data._data.site_xmat[self.site].reshape(3, 3)
+        )
         self._plan(straddle=not self.slide)
 
     def _qpos(self) -> float:
@@ -97,6 +108,16 @@ class JointPushExpert:
         self.pushed_from = self.start
         self.phase, self.count, self.progress = 0, 0, qpos
         self.attempts += 1
+        self.leaned: Rotation | None = None
+        if self.slide and self.attempts > 1:
+            # The fingers' line onto the push's, then tilted from straight down toward the push.
+            now = Rotation.from_matrix(data.site_xmat[self.site].reshape(3, 3))
+            tilt = np.cross([0.0, 0.0, -1.0], direction)
+            self.leaned = (
+                Rotation.from_rotvec(tilt / np.linalg.norm(tilt) * LEAN)
+                * Rotation.from_rotvec([0.0, 0.0, self.fingers.yaw_to(self.push_line)])
+                * now
+            )
 
     def _contact_point(self, model: Any, data: Any) -> np.ndarray:
         box = body_box(self.env.sim, self.body, affinity=True)
@@ -152,9 +173,12 @@ class JointPushExpert:
     @property
     def released(self) -> bool:
         """The push is over, and the gripper has moved back up and turned back to the yaw it had
-        when the step began, or has tried to for 30 steps."""
+        when the step began (after a leaned push, the whole orientation), or has tried to for 30
+        steps."""
         if self.PHASES[min(self.phase, len(self.PHASES) - 1)] != "retreat" or self.count <= 5:
             return False
+        if self.leaned is not None:
+            return float(np.linalg.norm(self._turn(self.upright))) < ON_LINE or self.count > 30
         return abs(self.fingers.yaw_to(self.home, directed=True)) < ON_LINE or self.count > 30
 
     def holds(self) -> bool:
@@ -177,6 +201,10 @@ class JointPushExpert:
             yaw = self.fingers.yaw_to(self.home, directed=True)
         else:
             yaw = self.fingers.yaw_to(self.push_line)
+        turn = None
+        if self.leaned is not None:  # leaned into the push, then back as the step began
+            turn = self._turn(self.leaned if phase != "retreat" else self.upright)
+            yaw = float(np.linalg.norm(turn))
         self.count += 1
         done = {
             "above": (np.linalg.norm(error) < 0.01 and abs(yaw) < ON_LINE) or self.count > 60,
@@ -194,7 +222,15 @@ class JointPushExpert:
                 back = 0.0 if self.open else RETREAT
                 self.pushed_from = eef - back * self._direction(self._point())
             self.phase, self.count = self.phase + 1, 0
-        return move(error, -1.0 if self.open else 1.0, yaw)
+        action = move(error, -1.0 if self.open else 1.0, yaw)
+        if turn is not None:
+            action[3:6] = np.clip(turn * YAW_GAIN, -1.0, 1.0)
+        return action
+
+    def _turn(self, orientation: Rotation) -> np.ndarray:
+        """The rotation vector (world frame, as OSC_POSE takes it) from the hand to there."""
+        now = Rotation.from_matrix(self.env.sim.data._data.site_xmat[self.site].reshape(3, 3))
+        return (orientation * now.inv()).as_rotvec()
 
     def _stalled(self) -> bool:
         """No progress of the joint over the last 25 steps, or 150 steps of pushing."""

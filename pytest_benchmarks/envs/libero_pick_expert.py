@@ -10,17 +10,20 @@ narrow object is grasped across y at its centre, and an object wider than the op
 bowl) by its rim, offset along y. The hand is about 20 cm long along its finger line: where a
 body standing wholly above the object (a cabinet's top) lies in that footprint and not in the
 footprint turned a quarter, the hand turns so that its fingers close along x, and the grasp is
-on the rim nearer the robot. Where something standing beside a narrow object rises into the
-hand's footprint (a bottle beside a flat box), the grasp slides along the object's length to the
-nearest place clear of it. A moka pot or a frying pan, wider than the open fingers every way and
-with no rim to take, is taken by its handle: its thin part that stands out farthest from its
-centre of mass, the fingers closing across it. An upright object too wide for the fingers along
-either world axis only because it stands turned (a book at a slant) is taken across its own thin
-axis. Into a compartment, one of several its parent holds things in (a caddy's slots, a few
-millimetres wider than a book), the object turns as it rises, onto the line and to the place
-that keep it farthest from the walls, and goes down once the hand is still, its bottom steered
-over that place however it hangs in the fingers. Onto a region another object already stands on
-(the second of two moka pots onto one stove), it goes to the nearest place beside it.
+on the rim nearer the robot. Into a drawer the same holds at the place, with the hand as it will
+hold the object there (the white cabinet's face above its open bottom drawer), each way's place
+moved out along the drawer, as far as its region allows, until it is clear. Where something
+standing beside a narrow object rises into the hand's footprint (a bottle beside a flat box),
+the grasp slides along the object's length to the nearest place clear of it. A moka pot or a
+frying pan, wider than the open fingers every way and with no rim to take, is taken by its
+handle: its thin part that stands out farthest from its centre of mass, the fingers closing
+across it. An upright object too wide for the fingers along either world axis only because it
+stands turned (a book at a slant) is taken across its own thin axis. Into a compartment, one of
+several its parent holds things in (a caddy's slots, a few millimetres wider than a book), the
+object turns as it rises, onto the line and to the place that keep it farthest from the walls,
+and goes down once the hand is still, its bottom steered over that place however it hangs in the
+fingers. Onto a region another object already stands on (the second of two moka pots onto one
+stove), it goes to the nearest place beside it.
 """
 
 from __future__ import annotations
@@ -90,9 +93,15 @@ class PickPlaceExpert:
         # hand's way there and not with the hand turned a quarter, fingers along x.
         bodies = self._bodies()
         overhead = self._overhead(box, bodies)
-        self.turned = self._hits(overhead, self._grasp_point(box, 1), 1) and not self._hits(
-            overhead, self._grasp_point(box, 0), 0
-        )
+        # Into a drawer, the same at the place (the hand as it will hold the object there), the
+        # place moved out along the drawer as far as its region allows, should that clear it.
+        hits = [self._hits(overhead, self._grasp_point(box, a), a) for a in (0, 1)]
+        out = [np.zeros(2), np.zeros(2)]
+        if getattr(self.env.object_sites_dict.get(self.target), "joints", None):
+            clear = [self._drawer_place(box, bodies, a) for a in (0, 1)]
+            hits = [hit or clear[a] is None for a, hit in enumerate(hits)]
+            out = [np.zeros(2) if shift is None else shift for shift in clear]
+        self.turned = hits[1] and not hits[0]
         self.fingers = FingerAxis(self.env)
         self.line = ALONG_X if self.turned else ALONG_Y
         # Turn only when needed (a turned object, or a hand a step before left turned), so a
@@ -118,7 +127,7 @@ class PickPlaceExpert:
         self.offset_xy = self.grasp[:2] - box.centre[:2]
         self.base = np.array([*own.centre[:2], own.low[2]])  # its bottom face's centre, its frame
         self.place_line, self.slot = self._slot(own)
-        self.beside = self._beside(box)
+        self.beside = self._beside(box) + out[0 if self.turned else 1]
         self.last_eef = np.zeros(3)
         self.steer = self.steer or self.place_line is not self.line
         self.phase, self.count = 0, 0
@@ -263,6 +272,39 @@ class PickPlaceExpert:
         handle = max(thin, key=lambda p: out[id(p)])
         body_reach = max(out[id(p)] for p in thick)
         return handle if out[id(handle)] > body_reach + HANDLE_OUT else None
+
+    def _drawer_place(
+        self, box: Box, bodies: dict[int, list[Box]], across: int
+    ) -> np.ndarray | None:
+        """How far out along the drawer (toward its open end) the object goes so that the hand,
+        holding it as it takes it closing along ``across``, meets no body standing above it once
+        lowered in (the white cabinet's face and the handle above its open bottom drawer): none
+        where its usual place is clear, the least that clears it while the object's origin stays
+        ``REGION_MARGIN`` inside the drawer's region; None where nothing does."""
+        sim = self.env.sim
+        model, data = sim.model._model, sim.data._data
+        target, _ = self._target()
+        half = box.size[:2] / 2
+        low = np.array([*(target.centre[:2] - half), target.high[2]])
+        standing = Box(low, low + box.size)
+        overhead = self._overhead(standing, bodies)
+        at = target.centre + self._grasp_point(box, across) - box.centre
+        site = self.env.object_sites_dict[self.target]
+        joint = sim.model.joint_name2id(next(iter(site.joints)))
+        axis = np.array(data.xaxis[joint][:2])
+        parent = data.xpos[self.env.obj_body_id[site.parent_name]][:2]
+        out = axis * np.sign(axis @ (target.centre[:2] - parent))  # away from the cabinet
+        site_id = sim.model.site_name2id(self.target)
+        rotation = data.site_xmat[site_id].reshape(3, 3)
+        room = np.abs(rotation @ model.site_size[site_id])[:2] - REGION_MARGIN
+        origin = data.xpos[self.env.obj_body_id[self.obj]][:2] - box.centre[:2] + target.centre[:2]
+        for step in np.arange(0.0, 2 * float(np.abs(room).max()), 0.005):
+            shift = step * out
+            if np.any(np.abs(origin + shift - data.site_xpos[site_id][:2]) > room) and step:
+                return None
+            if not self._hits(overhead, at + np.array([*shift, 0.0]), across):
+                return shift
+        return None
 
     @staticmethod
     def _overhead(box: Box, bodies: dict[int, list[Box]]) -> list[Box]:
