@@ -230,7 +230,7 @@ def test_scripted_expert_covers_pick_and_place_goals_from_bddl():
         for suite in ("libero_spatial", "libero_object", "libero_goal", "libero_10")
     }
     # Goals the expert plans but is known to fail are left out, with why.
-    assert covered == {"libero_spatial": 9, "libero_object": 10, "libero_goal": 9, "libero_10": 8}
+    assert covered == {"libero_spatial": 9, "libero_object": 10, "libero_goal": 9, "libero_10": 9}
     bowl = benchmark.select(["libero_spatial/4"])[0]
     assert benchmark.scripted_missing(bowl) == (
         "no scripted expert: the bowl sits in the top drawer, under the cabinet's top: the "
@@ -413,6 +413,24 @@ def test_into_a_drawer_under_a_cabinet_top_the_hand_turns_and_the_place_moves_ou
         assert not np.any(shifts[0])
         assert shifts[2][0] == 0.0 and -0.05 < shifts[2][1] < 0.0  # out of the cabinet, along -y
         assert run_expert(env, obs, 400)
+    finally:
+        env.close()
+
+
+def test_the_hand_passes_over_the_basket_it_just_filled():
+    """libero_10/1: the cream cheese into the basket, then the butter beside it. Leaving the
+    basket, the hand heads for the butter at its usual approach height, lower than the basket's
+    rim: it must keep above the rim until clear of it, or its fingers catch the basket and drag
+    it off. The basket stays where it stood, and LIBERO's own check ends the episode."""
+    task = catalog.get("libero").select(["libero_10/1"])[0]
+    env = lib.LiberoTaskEnv(EnvConfig(task, 520, 1000, obs="state", privileged=True))
+    try:
+        obs, _ = env.reset(seed=1001, options={"init_state": 1, "index": 1})
+        problem = env._env.env
+        basket = problem.obj_body_id["basket_1"]
+        start = problem.sim.data.body_xpos[basket].copy()
+        assert run_expert(env, obs, 520)
+        assert np.linalg.norm(problem.sim.data.body_xpos[basket] - start) < 0.01
     finally:
         env.close()
 

@@ -23,7 +23,9 @@ several its parent holds things in (a caddy's slots, a few millimetres wider tha
 object turns as it rises, onto the line and to the place that keep it farthest from the walls,
 and goes down once the hand is still, its bottom steered over that place however it hangs in the
 fingers. Onto a region another object already stands on (the second of two moka pots onto one
-stove), it goes to the nearest place beside it.
+stove), it goes to the nearest place beside it. A step after another pick-and-place keeps the
+fingertips above the body that step placed on or in (a basket just filled) until they are clear
+of it.
 """
 
 from __future__ import annotations
@@ -72,6 +74,8 @@ SHARED_GAP, REGION_MARGIN = 0.01, 0.015
 SLOT_TURN = np.pi / 12  # the steps in which an object may turn to fit a compartment
 UPRIGHT = 0.95  # the cosine of the largest tilt at which an object counts as standing upright
 STILL = 0.001  # metres per step under which the hand counts as at rest
+#: How far the open fingers reach from the hand's centre; how far above a body they pass.
+OPEN_REACH, OVER = 0.05, 0.03
 ALONG_X, ALONG_Y = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
 
 
@@ -83,6 +87,8 @@ class PickPlaceExpert:
     def __init__(self, env: Any, goal: tuple[str, ...]) -> None:
         self.env = env  # LIBERO's problem env (ControlEnv.env)
         self.kind, self.obj, self.target = goal
+        #: The target of the pick-and-place step just before it in a plan, if any.
+        self.after: str | None = None
 
     def reset(self) -> None:
         sim = self.env.sim
@@ -124,6 +130,18 @@ class PickPlaceExpert:
             self.line, self.grasp = slanted
             self.turned, self.steer = False, True
         self.below_grasp = self.grasp[2] - box.low[2]  # object bottom under the fingers
+        # The body the step before placed its object on or in (the basket it has just filled),
+        # which the hand starts over, to keep above.
+        site = self.env.sim.model.site_name2id(
+            self.env.robots[0].gripper.important_sites["grip_site"]
+        )
+        start = self.env.sim.data._data.site_xpos[site]
+        before = self._body_of(self.after) if self.after else None
+        self.leaving = [
+            parts
+            for body, parts in bodies.items()
+            if body == before and any(self._near(part, start) for part in parts)
+        ]
         self.offset_xy = self.grasp[:2] - box.centre[:2]
         self.base = np.array([*own.centre[:2], own.low[2]])  # its bottom face's centre, its frame
         self.place_line, self.slot = self._slot(own)
@@ -350,6 +368,36 @@ class PickPlaceExpert:
         low, high = grasp[:2] - half, grasp[:2] + half
         return any(bool(np.all(o.low[:2] < high) & np.all(o.high[:2] > low)) for o in overhead)
 
+    def _over(self, eef: np.ndarray) -> float:
+        """The least height at which the fingertips, on their way to the object, pass over the
+        body the step before placed its object on or in, which they start over (the basket just
+        filled, whose rim the hand would catch and drag off): its top plus ``OVER`` while they
+        are within ``OPEN_REACH`` of it; nothing (-inf) elsewhere, and within ``OPEN_REACH`` of
+        the grasp, where the fingers come down as they always have."""
+        if np.linalg.norm(eef[:2] - self.grasp[:2]) < OPEN_REACH:
+            return -np.inf
+        tops = [
+            max(part.high[2] for part in parts) + OVER
+            for parts in self.leaving
+            if any(self._near(part, eef) for part in parts)
+        ]
+        return max(tops, default=-np.inf)
+
+    def _body_of(self, target: str) -> int | None:
+        """The body a target names: an object, or the parent of a region (a basket's)."""
+        if target in self.env.obj_body_id:
+            return int(self.env.obj_body_id[target])
+        parent = getattr(self.env.object_sites_dict.get(target), "parent_name", None)
+        return int(self.env.obj_body_id[parent]) if parent in self.env.obj_body_id else None
+
+    @staticmethod
+    def _near(part: Box, point: np.ndarray) -> bool:
+        """Whether a point lies over a part, or within ``OPEN_REACH`` of it, horizontally."""
+        return bool(
+            np.all(part.low[:2] - OPEN_REACH < point[:2])
+            and np.all(part.high[:2] + OPEN_REACH > point[:2])
+        )
+
     @property
     def released(self) -> bool:
         """The object was let go and the gripper has moved up for a few steps."""
@@ -431,6 +479,8 @@ class PickPlaceExpert:
         high = max(self.grasp[2], 0.0) + CLEARANCE
         if phase in ("above", "descend"):
             goal = self.grasp + np.array([0.0, 0.0, CLEARANCE if phase == "above" else 0.0])
+            if phase == "above":  # over what stands on the way, not through it
+                goal[2] = max(goal[2], self._over(eef))
         elif phase == "close":
             goal = self.grasp
         elif phase in ("lift", "carry", "lower", "release"):
