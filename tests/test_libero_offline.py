@@ -452,7 +452,7 @@ def test_a_drawer_under_an_overhanging_top_is_shut_by_a_leaned_push():
         def watch() -> None:
             """How far the hand's straight-down direction at the start tilts from down."""
             if push.PHASES[min(push.phase, len(push.PHASES) - 1)] == "push":
-                now = env._env.env.sim.data._data.site_xmat[push.site].reshape(3, 3)
+                now = push.grip.orientation().as_matrix()
                 pointing = now @ push.upright.as_matrix().T @ np.array([0.0, 0.0, -1.0])
                 tilts[push.attempts].append(float(np.arccos(np.clip(-pointing[2], -1, 1))))
 

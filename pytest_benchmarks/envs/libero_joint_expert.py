@@ -31,6 +31,7 @@ from pytest_benchmarks.envs.libero_motion import (
     ON_LINE,
     YAW_GAIN,
     FingerAxis,
+    GripSite,
     ahead_on_arc,
     body_box,
     collides,
@@ -75,12 +76,8 @@ class JointPushExpert:
         # drawer, and a hinge's part on the second try (a door nearly shut, where the leading
         # finger has no room), by the closed fingers' front.
         self.attempts = 0
-        self.site = self.env.sim.model.site_name2id(
-            self.env.robots[0].gripper.important_sites["grip_site"]
-        )
-        self.upright = Rotation.from_matrix(
-            self.env.sim.data._data.site_xmat[self.site].reshape(3, 3)
-        )
+        self.grip = GripSite(self.env)
+        self.upright = self.grip.orientation()  # as the step began
         self._plan(straddle=not self.slide)
 
     def _qpos(self) -> float:
@@ -111,7 +108,7 @@ class JointPushExpert:
         self.leaned: Rotation | None = None
         if self.slide and self.attempts > 1:
             # The fingers' line onto the push's, then tilted from straight down toward the push.
-            now = Rotation.from_matrix(data.site_xmat[self.site].reshape(3, 3))
+            now = self.grip.orientation()
             tilt = np.cross([0.0, 0.0, -1.0], direction)
             self.leaned = (
                 Rotation.from_rotvec(tilt / np.linalg.norm(tilt) * LEAN)
@@ -178,7 +175,9 @@ class JointPushExpert:
         if self.PHASES[min(self.phase, len(self.PHASES) - 1)] != "retreat" or self.count <= 5:
             return False
         if self.leaned is not None:
-            return float(np.linalg.norm(self._turn(self.upright))) < ON_LINE or self.count > 30
+            return (
+                float(np.linalg.norm(self.grip.turn_to(self.upright))) < ON_LINE or self.count > 30
+            )
         return abs(self.fingers.yaw_to(self.home, directed=True)) < ON_LINE or self.count > 30
 
     def holds(self) -> bool:
@@ -203,8 +202,8 @@ class JointPushExpert:
             yaw = self.fingers.yaw_to(self.push_line)
         turn = None
         if self.leaned is not None:  # leaned into the push, then back as the step began
-            turn = self._turn(self.leaned if phase != "retreat" else self.upright)
-            yaw = float(np.linalg.norm(turn))
+            turn = self.grip.turn_to(self.leaned if phase != "retreat" else self.upright)
+            yaw = float(np.linalg.norm(turn))  # how far off: what the phases' checks read
         self.count += 1
         done = {
             "above": (np.linalg.norm(error) < 0.01 and abs(yaw) < ON_LINE) or self.count > 60,
@@ -226,11 +225,6 @@ class JointPushExpert:
         if turn is not None:
             action[3:6] = np.clip(turn * YAW_GAIN, -1.0, 1.0)
         return action
-
-    def _turn(self, orientation: Rotation) -> np.ndarray:
-        """The rotation vector (world frame, as OSC_POSE takes it) from the hand to there."""
-        now = Rotation.from_matrix(self.env.sim.data._data.site_xmat[self.site].reshape(3, 3))
-        return (orientation * now.inv()).as_rotvec()
 
     def _stalled(self) -> bool:
         """No progress of the joint over the last 25 steps, or 150 steps of pushing."""

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 GAIN = 15.0  # action units per metre of position error (1.0 = 0.05 m per step)
 CLEARANCE = 0.10  # height above objects while moving, in metres
@@ -58,6 +59,26 @@ class FingerAxis:
         now = self._data.xaxis[self._joint]
         angle = float(np.arctan2(now[0] * axis[1] - now[1] * axis[0], now[:2] @ axis[:2]))
         return angle if directed else (angle + np.pi / 2) % np.pi - np.pi / 2
+
+
+class GripSite:
+    """The gripper's grip site, between the fingertips (where ``robot0_eef_pos`` is read): its
+    position and orientation read from the simulator each time, and the turn from it to another
+    orientation."""
+
+    def __init__(self, env: Any) -> None:
+        self._data = env.sim.data._data
+        self.id = env.sim.model.site_name2id(env.robots[0].gripper.important_sites["grip_site"])
+
+    def position(self) -> np.ndarray:
+        return np.array(self._data.site_xpos[self.id])
+
+    def orientation(self) -> Rotation:
+        return Rotation.from_matrix(self._data.site_xmat[self.id].reshape(3, 3))
+
+    def turn_to(self, orientation: Rotation) -> np.ndarray:
+        """The rotation vector (world frame, as OSC_POSE takes it) from the hand to there."""
+        return (orientation * self.orientation().inv()).as_rotvec()
 
 
 @dataclass

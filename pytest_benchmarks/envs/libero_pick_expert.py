@@ -39,6 +39,7 @@ from pytest_benchmarks.envs.libero_motion import (
     ON_LINE,
     Box,
     FingerAxis,
+    GripSite,
     body_box,
     body_tree,
     collides,
@@ -132,10 +133,7 @@ class PickPlaceExpert:
         self.below_grasp = self.grasp[2] - box.low[2]  # object bottom under the fingers
         # The body the step before placed its object on or in (the basket it has just filled),
         # which the hand starts over, to keep above.
-        site = self.env.sim.model.site_name2id(
-            self.env.robots[0].gripper.important_sites["grip_site"]
-        )
-        start = self.env.sim.data._data.site_xpos[site]
+        start = GripSite(self.env).position()
         before = self._body_of(self.after) if self.after else None
         self.leaving = [
             parts

@@ -23,6 +23,7 @@ from pytest_benchmarks.envs.libero_motion import (
     YAW_GAIN,
     Box,
     FingerAxis,
+    GripSite,
     body_box,
     geom_boxes,
     joint_goal,
@@ -57,7 +58,6 @@ class HandlePullExpert:
         self.env = env  # LIBERO's problem env (ControlEnv.env)
         self.kind, self.obj = goal
         self.joint_name, self.goal_qpos = joint_goal(env, self.obj, "default_open_ranges")
-        self.site = env.sim.model.site_name2id(env.robots[0].gripper.important_sites["grip_site"])
 
     def reset(self) -> None:
         sim = self.env.sim
@@ -75,7 +75,8 @@ class HandlePullExpert:
         self.local = rotation.T @ (handle - data.xpos[self.body])
         # Fingers closing along the slide, then the hand pitched a quarter about the line across
         # it: it points into the drawer and the finger line stands vertical.
-        self.home = Rotation.from_matrix(data.site_xmat[self.site].reshape(3, 3))
+        self.grip = GripSite(self.env)
+        self.home = self.grip.orientation()
         yaw = FingerAxis(self.env).yaw_to(self.out)
         across = np.cross([0.0, 0.0, 1.0], self.out)
         self.turned = (
@@ -111,13 +112,8 @@ class HandlePullExpert:
             return False
         return self._off(self.home) < TURNED or self.count > 40
 
-    def _turn(self, orientation: Rotation) -> np.ndarray:
-        """The rotation vector (world frame, as OSC_POSE takes it) from the hand to there."""
-        now = Rotation.from_matrix(self.env.sim.data._data.site_xmat[self.site].reshape(3, 3))
-        return (orientation * now.inv()).as_rotvec()
-
     def _off(self, orientation: Rotation) -> float:
-        return float(np.linalg.norm(self._turn(orientation)))
+        return float(np.linalg.norm(self.grip.turn_to(orientation)))
 
     def holds(self) -> bool:
         return bool(self.env._eval_predicate([self.kind, self.obj]))
@@ -147,7 +143,7 @@ class HandlePullExpert:
         else:
             goal = np.array([eef[0], eef[1], self.pulled_from[2] + CLEARANCE])
         error = goal - eef
-        turn = self._turn(orientation)
+        turn = self.grip.turn_to(orientation)
         self.count += 1
         turned = float(np.linalg.norm(turn)) < TURNED
         done = {
