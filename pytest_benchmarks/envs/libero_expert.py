@@ -60,7 +60,8 @@ UNDER_DRAWER = "the drawer, pulled open first, overhangs the bowl it is to take"
 #: it cannot plan, so no test of them stands in for a check that cannot pass.
 CANNOT: dict[tuple[str, int], str] = {
     ("libero_90", 6): "the bottom drawer's handle is 4.5 cm above the table: the hand, turned "
-    "upright to straddle it, meets the table (0/3 measured)",
+    "upright to straddle it, meets the table and the bowl standing before the drawer (0/3 "
+    "measured)",
     ("libero_10", 9): "the mug must go into the microwave through its door, from the side; the "
     "expert places from above (0/3 measured)",
     # libero_90, 5 episodes each (pytest benchmarks/test_libero.py -k test_success_rate
