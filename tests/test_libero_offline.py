@@ -409,7 +409,7 @@ def test_into_a_drawer_under_a_cabinet_top_the_hand_turns_and_the_place_moves_ou
             )
             place = env._expert.steps[env._expert.index]  # the drawer was open: no pull
             assert place.target == "white_cabinet_1_bottom_region" and place.turned
-            shifts[episode] = place.beside.copy()
+            shifts[episode] = place.shift.copy()
         assert not np.any(shifts[0])
         assert shifts[2][0] == 0.0 and -0.05 < shifts[2][1] < 0.0  # out of the cabinet, along -y
         assert run_expert(env, obs, 400)
@@ -583,9 +583,9 @@ def test_the_second_moka_pot_goes_beside_the_first_on_the_one_stove():
     try:
         obs, _ = env.reset(seed=1000, options={"init_state": 0, "index": 0})
         first, second, _ = env._expert.steps
-        assert not np.any(first.beside)  # nothing on the stove yet: the usual place
+        assert not np.any(first.shift)  # nothing on the stove yet: the usual place
         assert run_expert(env, obs, 520)
-        assert np.linalg.norm(second.beside) > 0.05  # clear of the first pot
+        assert np.linalg.norm(second.shift) > 0.05  # clear of the first pot
         problem = env._env.env
         one, two = (body_box(problem.sim, problem.obj_body_id[s.obj]) for s in (first, second))
         assert np.any(one.high[:2] < two.low[:2]) or np.any(two.high[:2] < one.low[:2])

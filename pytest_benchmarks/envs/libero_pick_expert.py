@@ -143,7 +143,9 @@ class PickPlaceExpert:
         self.offset_xy = self.grasp[:2] - box.centre[:2]
         self.base = np.array([*own.centre[:2], own.low[2]])  # its bottom face's centre, its frame
         self.place_line, self.slot = self._slot(own)
-        self.beside = self._beside(box) + out[0 if self.turned else 1]
+        # How far off its usual place the object goes: beside what stands on the region,
+        # out along a drawer.
+        self.shift = self._beside(box) + out[0 if self.turned else 1]
         self.last_eef = np.zeros(3)
         self.steer = self.steer or self.place_line is not self.line
         self.phase, self.count = 0, 0
@@ -484,7 +486,7 @@ class PickPlaceExpert:
         elif phase in ("lift", "carry", "lower", "release"):
             target, inside = self._target()
             place = target.centre.copy()
-            place[:2] += self.offset_xy + self.beside
+            place[:2] += self.offset_xy + self.shift
             if self.slot is not None:  # its bottom over the slot, however it hangs in the hand
                 place[:2] = eef[:2] + self.slot - self._bottom()[:2]
             place[2] = target.high[2] + self.below_grasp + 0.02
