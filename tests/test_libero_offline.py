@@ -197,12 +197,12 @@ def test_rollout(evaluate):
     )
     for spec in ("scripted", "scripted+noise:0.5"):
         result = pytester.runpytest_subprocess(
-            "-p", "no:cacheprovider", "--benchmark-env=libero", "--benchmark-task=libero_90/84",
+            "-p", "no:cacheprovider", "--benchmark-env=libero", "--benchmark-task=libero_90/86",
             f"--benchmark-policy={spec}", "-rs",
         )  # fmt: skip
         result.assert_outcomes(skipped=1)
         result.stdout.fnmatch_lines(
-            ["*libero/libero_90/84: no scripted expert: the mug stands at the arm's full reach*"]
+            ["*libero/libero_90/86: no scripted expert: the shelf's space, open only at its front*"]
         )
 
 
@@ -459,6 +459,38 @@ def test_a_drawer_under_an_overhanging_top_is_shut_by_a_leaned_push():
         assert run_expert(env, obs, 400, watch)
         assert push.attempts == 2  # the upright push did not shut it
         assert max(tilts[1]) < 0.3 < LEAN < min(tilts[2])
+    finally:
+        env.close()
+
+
+def test_a_mug_at_the_arms_full_reach_is_taken_with_the_hand_tilted():
+    """libero_90/84: the mug stands 0.78 m from the arm's base. Taken with the hand straight
+    down, the arm is straight there, its elbow at the joint's limit, and the carry back to the
+    caddy stalls; tilted, the elbow stays bent through the grasp and LIBERO's own check ends
+    the episode."""
+    from pytest_benchmarks.envs.libero_pick_expert import FAR_REACH, REACH_TILT
+
+    task = catalog.get("libero").select(["libero_90/84"])[0]
+    env = lib.LiberoTaskEnv(EnvConfig(task, 400, 1000, obs="state", privileged=True))
+    try:
+        obs, _ = env.reset(seed=1000, options={"init_state": 0, "index": 0})
+        (pick,) = env._expert.steps
+        problem = env._env.env
+        base = problem.sim.data.body_xpos[problem.sim.model.body_name2id("robot0_base")]
+        assert np.linalg.norm(pick.grasp[:2] - base[:2]) > FAR_REACH
+        start = pick.grip.orientation()
+        elbow = problem.sim.model.get_joint_qpos_addr("robot0_joint4")
+        limit = problem.sim.model.jnt_range[problem.sim.model.joint_name2id("robot0_joint4")][1]
+        bends: list[float] = []
+
+        def watch() -> None:
+            if pick.PHASES[pick.phase] == "close":
+                bends.append(limit - float(problem.sim.data.qpos[elbow]))
+
+        assert run_expert(env, obs, 400, watch)
+        assert min(bends) > 0.5  # radians short of straight while it grasps
+        tilt = (pick.grip.orientation() * start.inv()).magnitude()
+        assert abs(tilt - REACH_TILT) < 0.1
     finally:
         env.close()
 

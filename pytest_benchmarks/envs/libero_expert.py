@@ -75,9 +75,6 @@ CANNOT: dict[tuple[str, int], str] = {
     ("libero_90", 32): "the ketchup into the white cabinet's top drawer, which lies under the "
     "cabinet's top: lowered from above, the hand meets the top (0/5 measured)",
     **{("libero_90", i): f"{SHELF} (0/5 measured)" for i in (86, 88, 89)},
-    ("libero_90", 84): "the mug stands at the arm's full reach, 0.78 m from its base: lifted "
-    "there, the arm is straight (its elbow at the joint's limit) and cannot draw back toward "
-    "the caddy (0/5 measured)",
     ("libero_spatial", 4): "the bowl sits in the top drawer, under the cabinet's top: the "
     "straight-down approach cannot reach its rim (0/5 measured)",
     ("libero_goal", 3): f"{UNDER_DRAWER}: moved out of its way first, as libero_90/8's is, the "

@@ -25,7 +25,8 @@ and goes down once the hand is still, its bottom steered over that place however
 fingers. Onto a region another object already stands on (the second of two moka pots onto one
 stove), it goes to the nearest place beside it. A step after another pick-and-place keeps the
 fingertips above the body that step placed on or in (a basket just filled) until they are clear
-of it.
+of it. An object at the arm's full reach, to be carried far back toward the arm's base, is taken
+with the hand tilted, fingertips away from the base, so the elbow never straightens.
 """
 
 from __future__ import annotations
@@ -33,10 +34,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from pytest_benchmarks.envs.libero_motion import (
     CLEARANCE,
     ON_LINE,
+    YAW_GAIN,
     Box,
     FingerAxis,
     GripSite,
@@ -77,6 +80,15 @@ UPRIGHT = 0.95  # the cosine of the largest tilt at which an object counts as st
 STILL = 0.001  # metres per step under which the hand counts as at rest
 #: How far the open fingers reach from the hand's centre; how far above a body they pass.
 OPEN_REACH, OVER = 0.05, 0.03
+#: Traced (libero_90/84: the mug 0.78 m from the arm's base, to go 0.39 m back toward it): a
+#: hand pointing straight down grasps there with the arm straight, its elbow at the joint's
+#: limit, and LIBERO's operational-space controller, asked to draw it straight back, only swings
+#: it about the shoulder: the carry stalls (the arms that reach as far and carry sideways, or
+#: back by up to 16 cm, bend as they go). A grasp beyond ``FAR_REACH`` (metres from the base,
+#: horizontally) whose place lies more than ``FAR_BACK`` back toward the base is taken with the
+#: hand tilted ``REACH_TILT`` radians, fingertips away from the base: the wrist stays back and
+#: the elbow bent.
+FAR_REACH, FAR_BACK, REACH_TILT = 0.75, 0.25, 0.3
 ALONG_X, ALONG_Y = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
 
 
@@ -148,7 +160,23 @@ class PickPlaceExpert:
         self.shift = self._beside(box) + out[0 if self.turned else 1]
         self.last_eef = np.zeros(3)
         self.steer = self.steer or self.place_line is not self.line
+        self.grip = GripSite(self.env)
+        self.tilted = None if self.steer else self._tilt()
         self.phase, self.count = 0, 0
+
+    def _tilt(self) -> Rotation | None:
+        """The hand's orientation now, tilted ``REACH_TILT`` with its fingertips away from the
+        arm's base, where the grasp lies beyond ``FAR_REACH`` and the place ``FAR_BACK`` back
+        toward the base; None otherwise."""
+        sim = self.env.sim
+        base = sim.data.body_xpos[sim.model.body_name2id(self.env.robots[0].robot_model.root_body)]
+        away = self.grasp[:2] - base[:2]
+        reach = float(np.linalg.norm(away))
+        place = self._target()[0].centre[:2] + self.offset_xy + self.shift
+        if reach <= FAR_REACH or (self.grasp[:2] - place) @ away / reach <= FAR_BACK:
+            return None
+        axis = np.cross([0.0, 0.0, -1.0], [*(away / reach), 0.0])  # turns down toward away
+        return Rotation.from_rotvec(axis * REACH_TILT) * self.grip.orientation()
 
     def holds(self) -> bool:
         return bool(self.env._eval_predicate([self.kind, self.obj, self.target]))
@@ -528,7 +556,10 @@ class PickPlaceExpert:
         }[phase]
         if done:
             self.phase, self.count = self.phase + 1, 0
-        return move(error, grip, yaw)
+        action = move(error, grip, yaw)
+        if self.tilted is not None:  # the step's whole way, the object held as it was taken
+            action[3:6] = np.clip(self.grip.turn_to(self.tilted) * YAW_GAIN, -1.0, 1.0)
+        return action
 
 
 class AsideExpert(PickPlaceExpert):
