@@ -495,6 +495,28 @@ def test_a_mug_at_the_arms_full_reach_is_taken_with_the_hand_tilted():
         env.close()
 
 
+def test_a_bottle_too_tall_for_the_drawer_is_laid_down_in_it():
+    """libero_90/32: standing in the white cabinet's top drawer, the ketchup would hold its origin
+    above the drawer's region, where LIBERO's ``In`` reads it. The expert lays it down once
+    lifted; it comes to rest lying in the drawer, and LIBERO's own check ends the episode."""
+    task = catalog.get("libero").select(["libero_90/32"])[0]
+    env = lib.LiberoTaskEnv(EnvConfig(task, 400, 1000, obs="state", privileged=True))
+    try:
+        obs, _ = env.reset(seed=1000, options={"init_state": 0, "index": 0})
+        _, pick = env._expert.steps
+        problem = env._env.env
+        bottle = problem.obj_body_id["ketchup_1"]
+        upright = problem.sim.data.xmat[bottle].reshape(3, 3).copy()
+        assert run_expert(env, obs, 400)
+        assert pick.laid is not None
+        now = problem.sim.data.xmat[bottle].reshape(3, 3)
+        # Its axis that stood upright now lies within 30 degrees of flat.
+        standing = int(np.argmax(np.abs(upright[2])))
+        assert abs(now[2, standing]) < np.sin(np.radians(30))
+    finally:
+        env.close()
+
+
 def test_a_grasp_across_a_flat_box_slides_away_from_a_bottle_beside_it():
     """libero_object/1: the tomato sauce stands within the hand's reach of the cream cheese box's
     centre; the grasp slides along the box, away from it, and the episode ends in LIBERO's

@@ -72,8 +72,6 @@ CANNOT: dict[tuple[str, int], str] = {
         "must be slid in sideways, and the expert places from above (0/5 measured)"
         for i in (40, 42)
     },
-    ("libero_90", 32): "the ketchup into the white cabinet's top drawer, which lies under the "
-    "cabinet's top: lowered from above, the hand meets the top (0/5 measured)",
     **{("libero_90", i): f"{SHELF} (0/5 measured)" for i in (86, 88, 89)},
     ("libero_spatial", 4): "the bowl sits in the top drawer, under the cabinet's top: the "
     "straight-down approach cannot reach its rim (0/5 measured)",

@@ -26,7 +26,9 @@ fingers. Onto a region another object already stands on (the second of two moka 
 stove), it goes to the nearest place beside it. A step after another pick-and-place keeps the
 fingertips above the body that step placed on or in (a basket just filled) until they are clear
 of it. An object at the arm's full reach, to be carried far back toward the arm's base, is taken
-with the hand tilted, fingertips away from the base, so the elbow never straightens.
+with the hand tilted, fingertips away from the base, so the elbow never straightens. An object
+that, standing in a drawer, would hold its origin (what LIBERO's ``In`` reads) above the drawer's
+region, is laid down in it: turned about the finger line once lifted.
 """
 
 from __future__ import annotations
@@ -89,6 +91,12 @@ OPEN_REACH, OVER = 0.05, 0.03
 #: hand tilted ``REACH_TILT`` radians, fingertips away from the base: the wrist stays back and
 #: the elbow bent.
 FAR_REACH, FAR_BACK, REACH_TILT = 0.75, 0.25, 0.3
+#: Traced (libero_90/32: the ketchup into the white cabinet's top drawer): LIBERO's ``In`` of a
+#: drawer reads the object's origin, and a bottle standing in the drawer holds it 1.5 cm above
+#: the region's top. An object that cannot stand in a drawer with its origin inside the region is
+#: laid down: tilted ``LAY_TILT`` radians about the finger line once lifted, fingertips away from
+#: the arm's base, and let go with its lowest point just above the drawer's walls.
+LAY_TILT = 1.1
 ALONG_X, ALONG_Y = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
 
 
@@ -161,22 +169,52 @@ class PickPlaceExpert:
         self.last_eef = np.zeros(3)
         self.steer = self.steer or self.place_line is not self.line
         self.grip = GripSite(self.env)
+        self.upright = self.grip.orientation()  # as the step began
         self.tilted = None if self.steer else self._tilt()
+        self.laid = None if self.steer else self._lay(box)
         self.phase, self.count = 0, 0
+
+    def _from_base(self) -> np.ndarray:
+        """The horizontal vector from the arm's base to the grasp."""
+        sim = self.env.sim
+        base = sim.data.body_xpos[sim.model.body_name2id(self.env.robots[0].robot_model.root_body)]
+        return np.array(self.grasp[:2] - base[:2])
+
+    def _lay(self, box: Box) -> Rotation | None:
+        """The hand's orientation that holds the object laid down, where it goes into a drawer
+        whose region its origin, standing, would rise above; None otherwise. Where it is laid,
+        the place is the drawer's centre under the laid object's centre, at the height that
+        keeps its lowest point 2 cm above the drawer."""
+        site = self.env.object_sites_dict.get(self.target)
+        if self.kind != "in" or not getattr(site, "joints", None):
+            return None
+        sim = self.env.sim
+        data = sim.data._data
+        site_id = sim.model.site_name2id(self.target)
+        rotation = data.site_xmat[site_id].reshape(3, 3)
+        top = data.site_xpos[site_id][2] + np.abs(rotation @ sim.model._model.site_size[site_id])[2]
+        rise = data.xpos[self.env.obj_body_id[self.obj]][2] - box.low[2]
+        if self._target()[0].low[2] + rise < top:
+            return None
+        away = np.cross([0.0, 0.0, -1.0], [*self._from_base(), 0.0]) @ self.line
+        turn = Rotation.from_rotvec(self.line * LAY_TILT * (1.0 if away >= 0 else -1.0))
+        corners = np.array(np.meshgrid(*zip(box.low, box.high, strict=True))).reshape(3, -1).T
+        held = turn.apply(corners - self.grasp)  # from the fingertips, laid down
+        self.below_grasp = -float(held[:, 2].min())
+        self.offset_xy = -turn.apply(box.centre - self.grasp)[:2]
+        return turn * self.upright
 
     def _tilt(self) -> Rotation | None:
         """The hand's orientation now, tilted ``REACH_TILT`` with its fingertips away from the
         arm's base, where the grasp lies beyond ``FAR_REACH`` and the place ``FAR_BACK`` back
         toward the base; None otherwise."""
-        sim = self.env.sim
-        base = sim.data.body_xpos[sim.model.body_name2id(self.env.robots[0].robot_model.root_body)]
-        away = self.grasp[:2] - base[:2]
+        away = self._from_base()
         reach = float(np.linalg.norm(away))
         place = self._target()[0].centre[:2] + self.offset_xy + self.shift
         if reach <= FAR_REACH or (self.grasp[:2] - place) @ away / reach <= FAR_BACK:
             return None
         axis = np.cross([0.0, 0.0, -1.0], [*(away / reach), 0.0])  # turns down toward away
-        return Rotation.from_rotvec(axis * REACH_TILT) * self.grip.orientation()
+        return Rotation.from_rotvec(axis * REACH_TILT) * self.upright
 
     def holds(self) -> bool:
         return bool(self.env._eval_predicate([self.kind, self.obj, self.target]))
@@ -547,7 +585,10 @@ class PickPlaceExpert:
             "lift": (abs(error[2]) < 0.01 and (not turning or abs(yaw) < ON_LINE))
             or self.count > 40,
             "carry": (
-                np.linalg.norm(error[:2]) < 0.01 and (not turning or abs(yaw) < ON_LINE) and still
+                np.linalg.norm(error[:2]) < 0.01
+                and (not turning or abs(yaw) < ON_LINE)
+                and still
+                and self._laid_down()
             )
             or self.count > 80,
             "lower": np.linalg.norm(error) < 0.01 or self.count > 30,
@@ -559,7 +600,14 @@ class PickPlaceExpert:
         action = move(error, grip, yaw)
         if self.tilted is not None:  # the step's whole way, the object held as it was taken
             action[3:6] = np.clip(self.grip.turn_to(self.tilted) * YAW_GAIN, -1.0, 1.0)
+        elif self.laid is not None and phase not in grasping:  # laid once lifted, then back
+            orientation = self.upright if phase == "retreat" else self.laid
+            action[3:6] = np.clip(self.grip.turn_to(orientation) * YAW_GAIN, -1.0, 1.0)
         return action
+
+    def _laid_down(self) -> bool:
+        """Whether the hand holds the object as it is to be let go (always, unless laid)."""
+        return self.laid is None or bool(np.linalg.norm(self.grip.turn_to(self.laid)) < ON_LINE)
 
 
 class AsideExpert(PickPlaceExpert):
