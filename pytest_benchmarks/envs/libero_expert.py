@@ -47,12 +47,6 @@ def goal_of(bddl: Path) -> list[tuple[str, ...]]:
     ]
 
 
-#: Traced (libero_90/86, /88, /89): the shelf's two spaces are open only at the front, 13.5 and
-#: 6.9 cm tall; a book stands 13.9 cm.
-SHELF = (
-    "the shelf's space, open only at its front, is lower than the book standing: it must be "
-    "laid down and slid in sideways, and the expert grasps and places from above"
-)
 #: Traced (libero_goal/3, libero_90/8): the drawer pulled open stands over half the bowl in
 #: front of the cabinet, and the hand coming down to the bowl's rim meets it.
 UNDER_DRAWER = "the drawer, pulled open first, overhangs the bowl it is to take"
@@ -62,17 +56,16 @@ CANNOT: dict[tuple[str, int], str] = {
     ("libero_90", 6): "the bottom drawer's handle is 4.5 cm above the table: the hand, turned "
     "upright to straddle it, meets the table and the bowl standing before the drawer (0/3 "
     "measured)",
-    ("libero_10", 9): "the mug must go into the microwave through its door, from the side; the "
-    "expert places from above (0/3 measured)",
-    # libero_90, 5 episodes each (pytest benchmarks/test_libero.py -k test_success_rate
-    # --benchmark-env=libero --benchmark-task=libero_90 --benchmark-obs=state
-    # --benchmark-episodes=5 -n 2): the tasks at 0/5.
+    # The expert in its own env (as ``api.evaluate`` runs it), episodes 0-2.
     **{
-        ("libero_90", i): "the frying pan into or under the shelf, open only at its front: it "
-        "must be slid in sideways, and the expert places from above (0/5 measured)"
+        ("libero_90", i): "the frying pan into or under the shelf, open only at its front: held "
+        "by its handle and pushed in through the front, it catches on the shelf and tips or "
+        "falls (0/3 measured)"
         for i in (40, 42)
     },
-    **{("libero_90", i): f"{SHELF} (0/5 measured)" for i in (86, 88, 89)},
+    ("libero_90", 89): "the shelf's lower space, open only at its front, is 6.9 cm tall: a book "
+    "goes in laid flat, held with the finger line upright, and the hand, 20 cm along that line, "
+    "cannot come down so near the table (0/6 measured)",
     ("libero_spatial", 4): "the bowl sits in the top drawer, under the cabinet's top: the "
     "straight-down approach cannot reach its rim (0/5 measured)",
     ("libero_goal", 3): f"{UNDER_DRAWER}: moved out of its way first, as libero_90/8's is, the "

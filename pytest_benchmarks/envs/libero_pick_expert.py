@@ -54,6 +54,7 @@ from pytest_benchmarks.envs.libero_motion import (
     move,
 )
 from pytest_benchmarks.envs.libero_pull_expert import opened_box
+from pytest_benchmarks.envs.libero_slide import SlideIn, opening, region_box
 
 ASIDE = "aside"  # a planned step, no BDDL predicate: an object moved out of a drawer's way
 CONTAIN = "_contain_region"  # a region objects are put into (a basket's, a caddy slot's)
@@ -172,7 +173,18 @@ class PickPlaceExpert:
         self.upright = self.grip.orientation()  # as the step began
         self.tilted = None if self.steer else self._tilt()
         self.laid = None if self.steer else self._lay(box)
+        self.way = self._way(bodies)
+        self.slide: SlideIn | None = None
         self.phase, self.count = 0, 0
+
+    def _way(self, bodies: dict[int, list[Box]]) -> tuple[np.ndarray, float] | None:
+        """``libero_slide.opening`` of an ``In`` of a region that is no drawer's nor any
+        compartment's: the way in from the front and the floor; None otherwise."""
+        site = self.env.object_sites_dict.get(self.target)
+        if self.kind != "in" or site is None or getattr(site, "joints", None):
+            return None
+        parts = [part for parts in bodies.values() for part in parts]
+        return opening(region_box(self.env, self.target), parts)
 
     def _from_base(self) -> np.ndarray:
         """The horizontal vector from the arm's base to the grasp."""
@@ -540,6 +552,8 @@ class PickPlaceExpert:
 
     def act(self, eef: np.ndarray) -> np.ndarray:
         phase = self.PHASES[min(self.phase, len(self.PHASES) - 1)]
+        if self.way is not None and self.PHASES.index(phase) > self.PHASES.index("lift"):
+            return self._slide_in(eef)
         grip = 1.0 if phase in ("close", "lift", "carry", "lower") else -1.0
         goal = eef
         high = max(self.grasp[2], 0.0) + CLEARANCE
@@ -603,6 +617,28 @@ class PickPlaceExpert:
         elif self.laid is not None and phase not in grasping:  # laid once lifted, then back
             orientation = self.upright if phase == "retreat" else self.laid
             action[3:6] = np.clip(self.grip.turn_to(orientation) * YAW_GAIN, -1.0, 1.0)
+        return action
+
+    def _slide_in(self, eef: np.ndarray) -> np.ndarray:
+        """The step once lifted, into a covered space from its open side (``libero_slide``);
+        once let go, the step's retreat."""
+        if self.way is None:
+            raise RuntimeError("no way in")
+        if self.slide is None:  # planned as the object is held
+            sim = self.env.sim
+            body = self.env.obj_body_id[self.obj]
+            region = region_box(self.env, self.target)
+            origin = np.array(sim.data.xpos[body])
+            self.slide = SlideIn(
+                self.grip, self.fingers.direction(), self.way, region, body_box(sim, body), origin
+            )
+        turn = self.grip.turn_to(self.slide.orientation)
+        goal, grip = self.slide.goal(eef, float(np.linalg.norm(turn)), CLEARANCE)
+        if self.slide.phase == "out":
+            self.phase = self.PHASES.index("retreat")
+            self.count += 1
+        action = move(goal - eef, grip)
+        action[3:6] = np.clip(turn * YAW_GAIN, -1.0, 1.0)
         return action
 
     def _laid_down(self) -> bool:
