@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -381,6 +383,19 @@ def test_the_hand_turns_a_quarter_where_a_cabinet_top_overhangs_the_object():
     assert run.results[0].episodes[0].success  # LIBERO's own check: the bowl is on the plate
 
 
+@contextlib.contextmanager
+def expert_episode(key: str, steps: int, index: int = 0) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """A privileged LIBERO env of one task, reset to episode ``index`` (its seed and initial
+    state as the harness gives them), closed afterwards."""
+    task = catalog.get("libero").select([key])[0]
+    env = lib.LiberoTaskEnv(EnvConfig(task, steps, 1000, obs="state", privileged=True))
+    try:
+        obs, _ = env.reset(seed=1000 + index, options={"init_state": index, "index": index})
+        yield env, obs
+    finally:
+        env.close()
+
+
 def run_expert(env: Any, obs: dict[str, Any], steps: int, watch: Any = None) -> bool:
     """Step a privileged LIBERO env with its expert's actions until LIBERO reports success;
     ``watch()`` is called after every step."""
@@ -422,17 +437,12 @@ def test_the_hand_passes_over_the_basket_it_just_filled():
     basket, the hand heads for the butter at its usual approach height, lower than the basket's
     rim: it must keep above the rim until clear of it, or its fingers catch the basket and drag
     it off. The basket stays where it stood, and LIBERO's own check ends the episode."""
-    task = catalog.get("libero").select(["libero_10/1"])[0]
-    env = lib.LiberoTaskEnv(EnvConfig(task, 520, 1000, obs="state", privileged=True))
-    try:
-        obs, _ = env.reset(seed=1001, options={"init_state": 1, "index": 1})
+    with expert_episode("libero_10/1", 520, 1) as (env, obs):
         problem = env._env.env
         basket = problem.obj_body_id["basket_1"]
         start = problem.sim.data.body_xpos[basket].copy()
         assert run_expert(env, obs, 520)
         assert np.linalg.norm(problem.sim.data.body_xpos[basket] - start) < 0.01
-    finally:
-        env.close()
 
 
 def test_a_drawer_under_an_overhanging_top_is_shut_by_a_leaned_push():
@@ -442,10 +452,7 @@ def test_a_drawer_under_an_overhanging_top_is_shut_by_a_leaned_push():
     episode."""
     from pytest_benchmarks.envs.libero_joint_expert import LEAN
 
-    task = catalog.get("libero").select(["libero_90/22"])[0]
-    env = lib.LiberoTaskEnv(EnvConfig(task, 400, 1000, obs="state", privileged=True))
-    try:
-        obs, _ = env.reset(seed=1000, options={"init_state": 0, "index": 0})
+    with expert_episode("libero_90/22", 400) as (env, obs):
         (push,) = env._expert.steps
         tilts: dict[int, list[float]] = {1: [], 2: []}
 
@@ -459,8 +466,6 @@ def test_a_drawer_under_an_overhanging_top_is_shut_by_a_leaned_push():
         assert run_expert(env, obs, 400, watch)
         assert push.attempts == 2  # the upright push did not shut it
         assert max(tilts[1]) < 0.3 < LEAN < min(tilts[2])
-    finally:
-        env.close()
 
 
 def test_a_mug_at_the_arms_full_reach_is_taken_with_the_hand_tilted():
@@ -470,10 +475,7 @@ def test_a_mug_at_the_arms_full_reach_is_taken_with_the_hand_tilted():
     the episode."""
     from pytest_benchmarks.envs.libero_pick_expert import FAR_REACH, REACH_TILT
 
-    task = catalog.get("libero").select(["libero_90/84"])[0]
-    env = lib.LiberoTaskEnv(EnvConfig(task, 400, 1000, obs="state", privileged=True))
-    try:
-        obs, _ = env.reset(seed=1000, options={"init_state": 0, "index": 0})
+    with expert_episode("libero_90/84", 400) as (env, obs):
         (pick,) = env._expert.steps
         problem = env._env.env
         base = problem.sim.data.body_xpos[problem.sim.model.body_name2id("robot0_base")]
@@ -491,18 +493,13 @@ def test_a_mug_at_the_arms_full_reach_is_taken_with_the_hand_tilted():
         assert min(bends) > 0.5  # radians short of straight while it grasps
         tilt = (pick.grip.orientation() * start.inv()).magnitude()
         assert abs(tilt - REACH_TILT) < 0.1
-    finally:
-        env.close()
 
 
 def test_a_bottle_too_tall_for_the_drawer_is_laid_down_in_it():
     """libero_90/32: standing in the white cabinet's top drawer, the ketchup would hold its origin
     above the drawer's region, where LIBERO's ``In`` reads it. The expert lays it down once
     lifted; it comes to rest lying in the drawer, and LIBERO's own check ends the episode."""
-    task = catalog.get("libero").select(["libero_90/32"])[0]
-    env = lib.LiberoTaskEnv(EnvConfig(task, 400, 1000, obs="state", privileged=True))
-    try:
-        obs, _ = env.reset(seed=1000, options={"init_state": 0, "index": 0})
+    with expert_episode("libero_90/32", 400) as (env, obs):
         _, pick = env._expert.steps
         problem = env._env.env
         bottle = problem.obj_body_id["ketchup_1"]
@@ -513,8 +510,6 @@ def test_a_bottle_too_tall_for_the_drawer_is_laid_down_in_it():
         # Its axis that stood upright now lies within 30 degrees of flat.
         standing = int(np.argmax(np.abs(upright[2])))
         assert abs(now[2, standing]) < np.sin(np.radians(30))
-    finally:
-        env.close()
 
 
 def test_a_book_goes_into_the_shelf_through_its_open_front():
@@ -525,10 +520,7 @@ def test_a_book_goes_into_the_shelf_through_its_open_front():
     from pytest_benchmarks.envs.libero_motion import body_box
     from pytest_benchmarks.envs.libero_slide import region_box
 
-    task = catalog.get("libero").select(["libero_90/88"])[0]
-    env = lib.LiberoTaskEnv(EnvConfig(task, 400, 1000, obs="state", privileged=True))
-    try:
-        obs, _ = env.reset(seed=1000, options={"init_state": 0, "index": 0})
+    with expert_episode("libero_90/88", 400) as (env, obs):
         (pick,) = env._expert.steps
         problem = env._env.env
         book = problem.obj_body_id["yellow_book_1"]
@@ -546,8 +538,6 @@ def test_a_book_goes_into_the_shelf_through_its_open_front():
             problem.sim.model.site_name2id("wooden_two_layer_shelf_1_top_side")
         ][2]
         assert tops and max(tops) < shelf_top
-    finally:
-        env.close()
 
 
 def test_a_grasp_across_a_flat_box_slides_away_from_a_bottle_beside_it():
@@ -665,10 +655,7 @@ def test_the_second_moka_pot_goes_beside_the_first_on_the_one_stove():
     it inside the region, and the episode ends on LIBERO's own check with the two apart."""
     from pytest_benchmarks.envs.libero_motion import body_box
 
-    task = catalog.get("libero").select(["libero_10/8"])[0]
-    env = lib.LiberoTaskEnv(EnvConfig(task, 520, 1000, obs="state", privileged=True))
-    try:
-        obs, _ = env.reset(seed=1000, options={"init_state": 0, "index": 0})
+    with expert_episode("libero_10/8", 520) as (env, obs):
         first, second, _ = env._expert.steps
         assert not np.any(first.shift)  # nothing on the stove yet: the usual place
         assert run_expert(env, obs, 520)
@@ -676,8 +663,6 @@ def test_the_second_moka_pot_goes_beside_the_first_on_the_one_stove():
         problem = env._env.env
         one, two = (body_box(problem.sim, problem.obj_body_id[s.obj]) for s in (first, second))
         assert np.any(one.high[:2] < two.low[:2]) or np.any(two.high[:2] < one.low[:2])
-    finally:
-        env.close()
 
 
 def test_scripted_expert_succeeds_through_pytest(pytester: pytest.Pytester):
