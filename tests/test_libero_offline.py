@@ -517,8 +517,7 @@ def test_a_book_goes_into_the_shelf_through_its_open_front():
     the robot's side. The book, held with the hand pointing through the opening, goes in flat
     from the front: it never passes over the shelf's top, and LIBERO's own check ends the
     episode."""
-    from pytest_benchmarks.envs.libero_motion import body_box
-    from pytest_benchmarks.envs.libero_slide import region_box
+    from pytest_benchmarks.envs.libero_motion import body_box, region_box
 
     with expert_episode("libero_90/88", 400) as (env, obs):
         (pick,) = env._expert.steps

@@ -81,6 +81,21 @@ class GripSite:
         return (orientation * self.orientation().inv()).as_rotvec()
 
 
+def region_extent(env: Any, region: str) -> tuple[np.ndarray, np.ndarray]:
+    """A region's centre and half-size as LIBERO's ``SiteObject.in_box`` sizes it (what its
+    ``In`` and ``On`` of a region read): the site's size turned by its orientation."""
+    sim = env.sim
+    site = sim.model.site_name2id(region)
+    rotation = sim.data.site_xmat[site].reshape(3, 3)
+    return np.array(sim.data.site_xpos[site]), np.abs(rotation @ sim.model._model.site_size[site])
+
+
+def region_box(env: Any, region: str) -> Box:
+    """A region's box, as ``region_extent``."""
+    centre, half = region_extent(env, region)
+    return Box(centre - half, centre + half)
+
+
 @dataclass
 class Box:
     """An axis-aligned world bounding box."""

@@ -52,9 +52,11 @@ from pytest_benchmarks.envs.libero_motion import (
     geom_boxes,
     local_box,
     move,
+    region_box,
+    region_extent,
 )
 from pytest_benchmarks.envs.libero_pull_expert import opened_box
-from pytest_benchmarks.envs.libero_slide import SlideIn, opening, region_box
+from pytest_benchmarks.envs.libero_slide import SlideIn, opening
 
 ASIDE = "aside"  # a planned step, no BDDL predicate: an object moved out of a drawer's way
 CONTAIN = "_contain_region"  # a region objects are put into (a basket's, a caddy slot's)
@@ -114,6 +116,8 @@ class PickPlaceExpert:
 
     def reset(self) -> None:
         sim = self.env.sim
+        self.grip = GripSite(self.env)
+        self.upright = self.grip.orientation()  # as the step began
         box = body_box(sim, self.env.obj_body_id[self.obj])
         own = local_box(sim.model._model, sim.data._data, self.env.obj_body_id[self.obj])
         self.compartment = self._compartment()
@@ -154,7 +158,7 @@ class PickPlaceExpert:
         self.below_grasp = self.grasp[2] - box.low[2]  # object bottom under the fingers
         # The body the step before placed its object on or in (the basket it has just filled),
         # which the hand starts over, to keep above.
-        start = GripSite(self.env).position()
+        start = self.grip.position()
         before = self._body_of(self.after) if self.after else None
         self.leaving = [
             parts
@@ -169,8 +173,6 @@ class PickPlaceExpert:
         self.shift = self._beside(box) + out[0 if self.turned else 1]
         self.last_eef = np.zeros(3)
         self.steer = self.steer or self.place_line is not self.line
-        self.grip = GripSite(self.env)
-        self.upright = self.grip.orientation()  # as the step began
         self.tilted = None if self.steer else self._tilt()
         self.laid = None if self.steer else self._lay(box)
         self.way = self._way(bodies)
@@ -178,8 +180,8 @@ class PickPlaceExpert:
         self.phase, self.count = 0, 0
 
     def _way(self, bodies: dict[int, list[Box]]) -> tuple[np.ndarray, float] | None:
-        """``libero_slide.opening`` of an ``In`` of a region that is no drawer's nor any
-        compartment's: the way in from the front and the floor; None otherwise."""
+        """``libero_slide.opening`` of an ``In`` of a region that is no drawer's: the way in
+        from the open side and the floor; None otherwise."""
         site = self.env.object_sites_dict.get(self.target)
         if self.kind != "in" or site is None or getattr(site, "joints", None):
             return None
@@ -200,12 +202,9 @@ class PickPlaceExpert:
         site = self.env.object_sites_dict.get(self.target)
         if self.kind != "in" or not getattr(site, "joints", None):
             return None
-        sim = self.env.sim
-        data = sim.data._data
-        site_id = sim.model.site_name2id(self.target)
-        rotation = data.site_xmat[site_id].reshape(3, 3)
-        top = data.site_xpos[site_id][2] + np.abs(rotation @ sim.model._model.site_size[site_id])[2]
-        rise = data.xpos[self.env.obj_body_id[self.obj]][2] - box.low[2]
+        centre, half = region_extent(self.env, self.target)
+        top = centre[2] + half[2]
+        rise = self.env.sim.data.xpos[self.env.obj_body_id[self.obj]][2] - box.low[2]
         if self._target()[0].low[2] + rise < top:
             return None
         away = np.cross([0.0, 0.0, -1.0], [*self._from_base(), 0.0]) @ self.line
@@ -378,7 +377,7 @@ class PickPlaceExpert:
         where its usual place is clear, the least that clears it while the object's origin stays
         ``REGION_MARGIN`` inside the drawer's region; None where nothing does."""
         sim = self.env.sim
-        model, data = sim.model._model, sim.data._data
+        data = sim.data._data
         target, _ = self._target()
         half = box.size[:2] / 2
         low = np.array([*(target.centre[:2] - half), target.high[2]])
@@ -390,13 +389,12 @@ class PickPlaceExpert:
         axis = np.array(data.xaxis[joint][:2])
         parent = data.xpos[self.env.obj_body_id[site.parent_name]][:2]
         out = axis * np.sign(axis @ (target.centre[:2] - parent))  # away from the cabinet
-        site_id = sim.model.site_name2id(self.target)
-        rotation = data.site_xmat[site_id].reshape(3, 3)
-        room = np.abs(rotation @ model.site_size[site_id])[:2] - REGION_MARGIN
+        centre, half = region_extent(self.env, self.target)
+        room = half[:2] - REGION_MARGIN
         origin = data.xpos[self.env.obj_body_id[self.obj]][:2] - box.centre[:2] + target.centre[:2]
         for step in np.arange(0.0, 2 * float(np.abs(room).max()), 0.005):
             shift = step * out
-            if np.any(np.abs(origin + shift - data.site_xpos[site_id][:2]) > room) and step:
+            if np.any(np.abs(origin + shift - centre[:2]) > room) and step:
                 return None
             if not self._hits(overhead, at + np.array([*shift, 0.0]), across):
                 return shift
@@ -493,15 +491,11 @@ class PickPlaceExpert:
         if getattr(site, "joints", None):  # a drawer's region: the drawer, wherever it slid
             joint = sim.model.joint_name2id(next(iter(site.joints)))
             return body_box(sim, int(sim.model._model.jnt_bodyid[joint])), None
-        site_id = sim.model.site_name2id(self.target)
-        position = np.array(sim.data.site_xpos[site_id])
+        position, half = region_extent(self.env, self.target)
         if site is not None and self.target.endswith("_region") and hasattr(site, "parent_name"):
             parent = site.parent_name
             if parent in self.env.obj_body_id:
                 over = body_box(sim, self.env.obj_body_id[parent])
-                # As LIBERO's SiteObject.in_box sizes it.
-                rotation = sim.data.site_xmat[site_id].reshape(3, 3)
-                half = np.abs(rotation @ sim.model._model.site_size[site_id])
                 return over, Box(position - half, position + half) if self.compartment else None
         margin = np.array([0.02, 0.02, 0.0])
         return Box(position - margin, position + margin), None
@@ -526,11 +520,10 @@ class PickPlaceExpert:
             return shift
         centre = self._target()[0].centre[:2]  # where the object's box centre goes
         half_box = box.size[:2] / 2 + SHARED_GAP
-        site_id = sim.model.site_name2id(self.target)
-        rotation = sim.data.site_xmat[site_id].reshape(3, 3)
-        room = np.abs(rotation @ sim.model._model.site_size[site_id])[:2] - REGION_MARGIN
+        middle, half = region_extent(self.env, self.target)
+        room = half[:2] - REGION_MARGIN
         origin = sim.data.body_xpos[self.env.obj_body_id[self.obj]][:2] - box.centre[:2]
-        region = sim.data.site_xpos[site_id][:2] - centre - origin  # its centre, as a shift
+        region = middle[:2] - centre - origin  # its centre, as a shift
         grid = np.stack(np.meshgrid(*(np.arange(-r, r + 1e-9, 0.0025) for r in room)), -1)
         shifts = np.concatenate([shift[None], region + grid.reshape(-1, 2)])
         shifts = shifts[np.argsort(np.hypot(*shifts.T), kind="stable")]
@@ -553,7 +546,7 @@ class PickPlaceExpert:
     def act(self, eef: np.ndarray) -> np.ndarray:
         phase = self.PHASES[min(self.phase, len(self.PHASES) - 1)]
         if self.way is not None and self.PHASES.index(phase) > self.PHASES.index("lift"):
-            return self._slide_in(eef)
+            return self._slide_in(eef, self.way)
         grip = 1.0 if phase in ("close", "lift", "carry", "lower") else -1.0
         goal = eef
         high = max(self.grasp[2], 0.0) + CLEARANCE
@@ -619,18 +612,16 @@ class PickPlaceExpert:
             action[3:6] = np.clip(self.grip.turn_to(orientation) * YAW_GAIN, -1.0, 1.0)
         return action
 
-    def _slide_in(self, eef: np.ndarray) -> np.ndarray:
-        """The step once lifted, into a covered space from its open side (``libero_slide``);
-        once let go, the step's retreat."""
-        if self.way is None:
-            raise RuntimeError("no way in")
+    def _slide_in(self, eef: np.ndarray, way: tuple[np.ndarray, float]) -> np.ndarray:
+        """The step once lifted, into a covered space by ``way`` (``libero_slide``); once let
+        go, the step's retreat."""
         if self.slide is None:  # planned as the object is held
             sim = self.env.sim
             body = self.env.obj_body_id[self.obj]
             region = region_box(self.env, self.target)
             origin = np.array(sim.data.xpos[body])
             self.slide = SlideIn(
-                self.grip, self.fingers.direction(), self.way, region, body_box(sim, body), origin
+                self.grip, self.fingers.direction(), way, region, body_box(sim, body), origin
             )
         turn = self.grip.turn_to(self.slide.orientation)
         goal, grip = self.slide.goal(eef, float(np.linalg.norm(turn)), CLEARANCE)

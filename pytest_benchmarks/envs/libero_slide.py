@@ -1,5 +1,5 @@
-"""Into a space open only at its front, lower than the object standing (a shelf's upper space and
-a book 12-14 cm tall): the pick-and-place step's way to let go there.
+"""Into a space covered from above and open on one side only (a shelf's upper space, a microwave
+through its open door): the pick-and-place step's way to let go there.
 
 Traced (libero_90/86, /88): the wooden two-layer shelf's upper space is 13.5 cm tall, under the
 shelf's top, open only toward the robot's side. Lowered from above, a book meets the top. Held
@@ -11,12 +11,10 @@ origin inside the region's box) holds, then let go, and the hand backs out the w
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from pytest_benchmarks.envs.libero_motion import Box, GripSite
+from pytest_benchmarks.envs.libero_motion import ON_LINE, Box, GripSite
 
 #: Metres: how far before the opening the object stops before it goes in; how far above the
 #: floor its lowest point is carried in.
@@ -26,16 +24,6 @@ SLIDE_GAP, SLIDE_LIFT = 0.03, 0.012
 WALL_REACH, COVER = 0.03, 0.3
 #: The ways in to look for: the four horizontal world axes.
 WAYS = tuple(sense * axis for axis in np.eye(3)[:2] for sense in (1.0, -1.0))
-
-
-def region_box(env: Any, region: str) -> Box:
-    """A region's box as LIBERO's ``SiteObject.in_box`` sizes it."""
-    sim = env.sim
-    site = sim.model.site_name2id(region)
-    rotation = sim.data.site_xmat[site].reshape(3, 3)
-    half = np.abs(rotation @ sim.model._model.site_size[site])
-    centre = np.array(sim.data.site_xpos[site])
-    return Box(centre - half, centre + half)
 
 
 def opening(region: Box, parts: list[Box]) -> tuple[np.ndarray, float] | None:
@@ -125,7 +113,7 @@ class SlideIn:
         high = self.front[2] + clearance
         if self.phase == "turn":  # turned where it was lifted, at least ``clearance`` high
             goal = np.array([eef[0], eef[1], max(eef[2], high)])
-            done = turn_left < 0.05 or self.count > 60
+            done = turn_left < ON_LINE or self.count > 60
         elif self.phase == "front":
             goal = self.front
             done = np.linalg.norm(goal - eef) < 0.01 or self.count > 80
