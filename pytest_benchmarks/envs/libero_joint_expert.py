@@ -29,7 +29,6 @@ from scipy.spatial.transform import Rotation
 from pytest_benchmarks.envs.libero_motion import (
     CLEARANCE,
     ON_LINE,
-    YAW_GAIN,
     FingerAxis,
     GripSite,
     ahead_on_arc,
@@ -37,6 +36,7 @@ from pytest_benchmarks.envs.libero_motion import (
     collides,
     joint_goal,
     move,
+    turn_action,
 )
 
 #: The predicates these pushes make true, and which end of the object's range each aims for.
@@ -225,7 +225,7 @@ class JointPushExpert:
             self.phase, self.count = self.phase + 1, 0
         action = move(error, -1.0 if self.open else 1.0, yaw)
         if turn is not None:
-            action[3:6] = np.clip(turn * YAW_GAIN, -1.0, 1.0)
+            action[3:6] = turn_action(turn)
         return action
 
     def _stalled(self) -> bool:

@@ -39,6 +39,12 @@ def move(error: np.ndarray, grip: float, yaw: float = 0.0) -> np.ndarray:
     return action
 
 
+def turn_action(turn: np.ndarray) -> np.ndarray:
+    """The OSC_POSE rotation action (3-D, in [-1, 1]) toward a turn given as a world rotation
+    vector (``GripSite.turn_to``), at ``YAW_GAIN``."""
+    return np.clip(turn * YAW_GAIN, -1.0, 1.0)
+
+
 class FingerAxis:
     """The horizontal line the fingers close along: the world axis of the gripper's finger
     slide, read from the simulator each time (no assumption about the hand's current yaw)."""

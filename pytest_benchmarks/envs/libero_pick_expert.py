@@ -41,7 +41,6 @@ from scipy.spatial.transform import Rotation
 from pytest_benchmarks.envs.libero_motion import (
     CLEARANCE,
     ON_LINE,
-    YAW_GAIN,
     Box,
     FingerAxis,
     GripSite,
@@ -54,6 +53,7 @@ from pytest_benchmarks.envs.libero_motion import (
     move,
     region_box,
     region_extent,
+    turn_action,
 )
 from pytest_benchmarks.envs.libero_pull_expert import opened_box
 from pytest_benchmarks.envs.libero_slide import SlideIn, opening
@@ -606,10 +606,10 @@ class PickPlaceExpert:
             self.phase, self.count = self.phase + 1, 0
         action = move(error, grip, yaw)
         if self.tilted is not None:  # the step's whole way, the object held as it was taken
-            action[3:6] = np.clip(self.grip.turn_to(self.tilted) * YAW_GAIN, -1.0, 1.0)
+            action[3:6] = turn_action(self.grip.turn_to(self.tilted))
         elif self.laid is not None and phase not in grasping:  # laid once lifted, then back
             orientation = self.upright if phase == "retreat" else self.laid
-            action[3:6] = np.clip(self.grip.turn_to(orientation) * YAW_GAIN, -1.0, 1.0)
+            action[3:6] = turn_action(self.grip.turn_to(orientation))
         return action
 
     def _slide_in(self, eef: np.ndarray, way: tuple[np.ndarray, float]) -> np.ndarray:
@@ -629,7 +629,7 @@ class PickPlaceExpert:
             self.phase = self.PHASES.index("retreat")
             self.count += 1
         action = move(goal - eef, grip)
-        action[3:6] = np.clip(turn * YAW_GAIN, -1.0, 1.0)
+        action[3:6] = turn_action(turn)
         return action
 
     def _laid_down(self) -> bool:

@@ -20,13 +20,13 @@ from scipy.spatial.transform import Rotation
 from pytest_benchmarks.envs.libero_motion import (
     CLEARANCE,
     GAIN,
-    YAW_GAIN,
     Box,
     FingerAxis,
     GripSite,
     body_box,
     geom_boxes,
     joint_goal,
+    turn_action,
 )
 
 SLIDE = 2  # mujoco.mjtJoint.mjJNT_SLIDE
@@ -165,6 +165,6 @@ class HandlePullExpert:
             self.phase, self.count = self.phase + 1, 0
         action = np.zeros(7)
         action[:3] = np.clip(error * GAIN, -1.0, 1.0)
-        action[3:6] = np.clip(turn * YAW_GAIN, -1.0, 1.0)
+        action[3:6] = turn_action(turn)
         action[6] = grip
         return action
