@@ -66,8 +66,6 @@ CANNOT: dict[tuple[str, int], str] = {
     ("libero_90", 89): "the shelf's lower space, open only at its front, is 6.9 cm tall: a book "
     "goes in laid flat, held with the finger line upright, and the hand, 20 cm along that line, "
     "cannot come down so near the table (0/6 measured)",
-    ("libero_spatial", 4): "the bowl sits in the top drawer, under the cabinet's top: the "
-    "straight-down approach cannot reach its rim (0/5 measured)",
     ("libero_goal", 3): f"{UNDER_DRAWER}: moved out of its way first, as libero_90/8's is, the "
     "three steps outlast the suite's 300 (0/3 measured)",
 }

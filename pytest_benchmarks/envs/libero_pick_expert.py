@@ -28,7 +28,9 @@ fingertips above the body that step placed on or in (a basket just filled) until
 of it. An object at the arm's full reach, to be carried far back toward the arm's base, is taken
 with the hand tilted, fingertips away from the base, so the elbow never straightens. An object
 that, standing in a drawer, would hold its origin (what LIBERO's ``In`` reads) above the drawer's
-region, is laid down in it: turned about the finger line once lifted.
+region, is laid down in it: turned about the finger line once lifted. A rim whose usual grasp
+would put an open finger on a wall (a bowl in a drawer) is taken round the rim, where the open
+gripper meets nothing (``libero_rim``).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from pytest_benchmarks.envs.libero_motion import (
     turn_action,
 )
 from pytest_benchmarks.envs.libero_pull_expert import opened_box
+from pytest_benchmarks.envs.libero_rim import Scene, round_the_rim
 from pytest_benchmarks.envs.libero_slide import SlideIn, opening
 
 ASIDE = "aside"  # a planned step, no BDDL predicate: an object moved out of a drawer's way
@@ -155,6 +158,10 @@ class PickPlaceExpert:
             # thin axis, the finger line turned onto it.
             self.line, self.grasp = slanted
             self.turned, self.steer = False, True
+        elif (rim := self._rim(box, across)) is not None:
+            # A rim hemmed in by walls (a bowl in a drawer): round it to where the fingers fit.
+            self.line, self.grasp = rim
+            self.turned, self.steer = False, True
         self.below_grasp = self.grasp[2] - box.low[2]  # object bottom under the fingers
         # The body the step before placed its object on or in (the basket it has just filled),
         # which the hand starts over, to keep above.
@@ -187,6 +194,27 @@ class PickPlaceExpert:
             return None
         parts = [part for parts in bodies.values() for part in parts]
         return opening(region_box(self.env, self.target), parts)
+
+    def _rim(self, box: Box, across: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """``libero_rim.round_the_rim`` from the usual rim grasp closing along ``across``."""
+        out = ALONG_Y if across else -ALONG_X  # the rim on the far side along y, near side along x
+        return round_the_rim(self.scene(), box.centre, box.size[across] / 2, self.grasp[2], out)
+
+    def scene(self) -> Scene:
+        """Every body but the robot and the object, as oriented boxes."""
+        sim = self.env.sim
+        return Scene.of(sim.model._model, sim.data._data, self._excluded())
+
+    def _excluded(self) -> set[int]:
+        """The robot's bodies and the object's."""
+        sim = self.env.sim
+        model = sim.model._model
+        robot = {
+            body
+            for body in range(model.nbody)
+            if (sim.model.body_id2name(body) or "").startswith(ROBOT_PARTS)
+        }
+        return robot | body_tree(model, self.env.obj_body_id[self.obj])
 
     def _from_base(self) -> np.ndarray:
         """The horizontal vector from the arm's base to the grasp."""
@@ -337,15 +365,12 @@ class PickPlaceExpert:
         """The world boxes of the collision geoms of every body but the robot and the object."""
         sim = self.env.sim
         model, data = sim.model._model, sim.data._data
-        mine = body_tree(model, self.env.obj_body_id[self.obj])
+        excluded = self._excluded()
         bodies: dict[int, list[Box]] = {}
         for geom in range(model.ngeom):
             body = int(model.geom_bodyid[geom])
-            if body in mine or not collides(model, geom, affinity=True):
-                continue
-            if (sim.model.body_id2name(body) or "").startswith(ROBOT_PARTS):
-                continue
-            bodies.setdefault(body, []).append(geom_box(model, data, geom))
+            if body not in excluded and collides(model, geom, affinity=True):
+                bodies.setdefault(body, []).append(geom_box(model, data, geom))
         return bodies
 
     def _handle(self) -> Box | None:

@@ -1,0 +1,121 @@
+"""A rim grasp hemmed in by walls (a bowl standing in an open drawer): where the open fingers of
+the usual rim grasp would meet a wall, the grasp goes round the rim to the nearest place where
+the open gripper, its finger line through the rim's centre, meets nothing.
+
+Traced (libero_spatial/4): the black bowl stands in the wooden cabinet's top drawer, which is
+turned 24 degrees off the world's axes, 2 cm from the drawer's front and 5-6 cm from its sides.
+The usual grasp (finger line along world y, on the rim's far side) puts the outer finger on the
+drawer's front, and the hand stops 1.5-3 cm above the rim; along the drawer's own cross axis the
+fingers come down beside the bowl with room to spare.
+
+The gripper is modelled as oriented boxes in its grip site's frame (x: the finger line, z: down
+toward the fingertips), measured from the Panda's collision geoms with the fingers open; every
+other body's collision geoms as their own oriented boxes. Overlap is the separating-axis test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+import numpy as np
+
+from pytest_benchmarks.envs.libero_motion import collides
+
+#: The open fingers, each a box (centre, half-size) in the grip site's frame, mirrored in x:
+#: from 3.2 to 6.8 cm out along the finger line, 4.9 cm above to 1.2 cm below the site.
+FINGER = (np.array([0.05, 0.0, -0.0185]), np.array([0.018, 0.011, 0.0305]))
+#: The hand and, above it, the wrist's reach: 2.6 to 25 cm above the site, 20.8 cm along the
+#: finger line and 6.4 cm across it.
+HAND = (np.array([0.0, 0.0, -0.138]), np.array([0.104, 0.032, 0.112]))
+RIM_IN = 0.012  # metres inside the object's edge the fingers close on the rim
+#: Metres higher on the rim than the usual grasp the fingers may close, round it, where nowhere
+#: at the usual height is clear: the hand's bottom then clears a cabinet's top just above a
+#: drawer's walls (libero_spatial/4, by 0.5 mm). Only then: so high, the fingers hold less of
+#: the rim.
+RIM_RISE = 0.005
+RIM_STEP = np.pi / 12  # the steps in which the grasp goes round the rim
+
+
+class Scene:
+    """Oriented boxes: centres (n, 3), axes (n, 3, 3; a box's axes are its matrix's columns) and
+    half-sizes (n, 3)."""
+
+    def __init__(self, centres: np.ndarray, axes: np.ndarray, halves: np.ndarray) -> None:
+        self.centres, self.axes, self.halves = centres, axes, halves
+
+    @classmethod
+    def of(cls, model: Any, data: Any, excluded: Collection[int]) -> Scene:
+        """Every collision geom but the excluded bodies', as its own box (``geom_aabb``)."""
+        geoms = [
+            g
+            for g in range(model.ngeom)
+            if model.geom_bodyid[g] not in excluded and collides(model, g, affinity=True)
+        ]
+        axes = np.array([data.geom_xmat[g].reshape(3, 3) for g in geoms]).reshape(-1, 3, 3)
+        local = np.array([model.geom_aabb[g] for g in geoms]).reshape(-1, 6)
+        origins = np.array([data.geom_xpos[g] for g in geoms]).reshape(-1, 3)
+        return cls(origins + np.einsum("gij,gj->gi", axes, local[:, :3]), axes, local[:, 3:])
+
+    def meets(self, centre: np.ndarray, axes: np.ndarray, half: np.ndarray) -> bool:
+        """Whether a box (centre, axes as columns, half-sizes) overlaps any of them."""
+        if not len(self.halves):
+            return False
+        count = len(self.halves)
+        mine = np.broadcast_to(axes.T, (count, 3, 3))  # rows: the box's axes
+        theirs = np.swapaxes(self.axes, 1, 2)  # rows: each geom's axes
+        crossed = np.cross(mine[:, :, None, :], theirs[:, None, :, :]).reshape(count, 9, 3)
+        lines = np.concatenate([mine, theirs, crossed], axis=1)  # the 15 separating axes
+        reach_mine = np.abs(lines @ axes) @ half
+        reach_theirs = np.einsum("glk,gk->gl", np.abs(lines @ self.axes), self.halves)
+        apart = np.abs(np.einsum("gld,gd->gl", lines, self.centres - centre))
+        return bool((~np.any(apart > reach_mine + reach_theirs + 1e-9, axis=1)).any())
+
+
+def site_frame(line: np.ndarray) -> np.ndarray:
+    """The grip site's axes (columns) with the hand pointing straight down and its finger line
+    along the horizontal ``line``."""
+    x = np.array([line[0], line[1], 0.0]) / np.linalg.norm(line[:2])
+    z = np.array([0.0, 0.0, -1.0])
+    return np.stack([x, np.cross(z, x), z], axis=1)
+
+
+def fingers_meet(scene: Scene, grasp: np.ndarray, line: np.ndarray) -> bool:
+    """Whether the open fingers, about ``grasp`` along ``line``, meet a geom."""
+    frame = site_frame(line)
+    centre, half = FINGER
+    return any(
+        scene.meets(grasp + frame @ (centre * [side, 1.0, 1.0]), frame, half) for side in (1, -1)
+    )
+
+
+def gripper_meets(scene: Scene, grasp: np.ndarray, line: np.ndarray) -> bool:
+    """Whether the open gripper (fingers, hand, wrist) about ``grasp`` meets a geom."""
+    frame = site_frame(line)
+    return fingers_meet(scene, grasp, line) or scene.meets(grasp + frame @ HAND[0], frame, HAND[1])
+
+
+def round_the_rim(
+    scene: Scene, centre: np.ndarray, radius: float, height: float, line: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The finger line and grasp point on a rim (of ``radius`` about ``centre``, closed on at
+    ``height``) nearest round from the one along ``line`` (pointing out from the centre) where
+    the open gripper meets nothing, at ``height`` if anywhere, else ``RIM_RISE`` higher; None
+    where the usual one's fingers are clear already, or no place is."""
+
+    def at(angle: float, rise: float) -> tuple[np.ndarray, np.ndarray]:
+        out = np.array([np.cos(angle), np.sin(angle), 0.0])
+        point = np.array([*(centre[:2] + out[:2] * (radius - RIM_IN)), height + rise])
+        return out, point
+
+    start = float(np.arctan2(line[1], line[0]))
+    if not fingers_meet(scene, at(start, 0.0)[1], line):
+        return None
+    steps = round(np.pi / RIM_STEP)
+    turns = [sense * k * RIM_STEP for k in range(1, steps + 1) for sense in (1, -1)]
+    for rise in (0.0, RIM_RISE):
+        for turn in turns[:-1]:  # half a turn one way is half a turn the other
+            out, point = at(start + turn, rise)
+            if not gripper_meets(scene, point, out):
+                return out, point
+    return None
