@@ -121,6 +121,7 @@ class PickPlaceExpert:
         sim = self.env.sim
         self.grip = GripSite(self.env)
         self.upright = self.grip.orientation()  # as the step began
+        self.excluded = self._excluded()
         box = body_box(sim, self.env.obj_body_id[self.obj])
         own = local_box(sim.model._model, sim.data._data, self.env.obj_body_id[self.obj])
         self.compartment = self._compartment()
@@ -203,10 +204,10 @@ class PickPlaceExpert:
     def scene(self) -> Scene:
         """Every body but the robot and the object, as oriented boxes."""
         sim = self.env.sim
-        return Scene.of(sim.model._model, sim.data._data, self._excluded())
+        return Scene.of(sim.model._model, sim.data._data, self.excluded)
 
     def _excluded(self) -> set[int]:
-        """The robot's bodies and the object's."""
+        """The robot's bodies and the object's (``self.excluded``, worked out once per reset)."""
         sim = self.env.sim
         model = sim.model._model
         robot = {
@@ -365,7 +366,7 @@ class PickPlaceExpert:
         """The world boxes of the collision geoms of every body but the robot and the object."""
         sim = self.env.sim
         model, data = sim.model._model, sim.data._data
-        excluded = self._excluded()
+        excluded = self.excluded
         bodies: dict[int, list[Box]] = {}
         for geom in range(model.ngeom):
             body = int(model.geom_bodyid[geom])
@@ -673,6 +674,7 @@ class AsideExpert(PickPlaceExpert):
         self.spot = Box(np.zeros(3), np.zeros(3))
 
     def reset(self) -> None:
+        self.excluded = self._excluded()  # the spot is chosen clear of the other bodies
         self.spot = self._spot()
         super().reset()
 
