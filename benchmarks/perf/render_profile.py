@@ -3,7 +3,8 @@ the render, the read-back and the flip, then the policy batch and what crossing 
 
 Each camera is rendered with MuJoCo's own calls on the benchmark's model and data, under the
 model's defaults and with one cost removed at a time (multisampling, shadows, reflections, the
-offscreen buffer sized to the image), so the table says what each costs. Medians of ``--steps``
+offscreen buffer sized to the image, the fast mode's coarse meshes), so the table says what each
+costs. Medians of ``--steps``
 steps, milliseconds.
 
     python benchmarks/perf/render_profile.py [--size 128] [--steps 15] [--benchmark metaworld]
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from pytest_benchmarks.engine import rendering
+from pytest_benchmarks.envs import mesh_detail
 
 rendering.choose_backend()
 
@@ -31,7 +33,14 @@ SCENES = {
     "libero": ("libero_spatial/0", ("agentview", "robot0_eye_in_hand")),
 }
 
-VARIANTS = ("defaults", "no multisampling", "+ no shadows", "+ no reflections", "+ sized buffer")
+VARIANTS = (
+    "defaults",
+    "no multisampling",
+    "+ no shadows",
+    "+ no reflections",
+    "+ sized buffer",
+    "+ coarse meshes",
+)
 
 
 def median_ms(function: Callable[[], Any], steps: int) -> float:
@@ -91,6 +100,7 @@ def time_camera(renderer: Any, data: Any, camera: str, size: int, steps: int) ->
 def camera_rows(model: Any, data: Any, camera: str, size: int, steps: int) -> list[str]:
     """One row per variant: scene update, render, read-back, flip (ms)."""
     rows = []
+    coarse = mesh_detail.coarse_meshes(model)
     quality = model.vis.quality
     defaults = (quality.offsamples, model.vis.global_.offwidth, model.vis.global_.offheight)
     for variant in VARIANTS:
@@ -101,10 +111,14 @@ def camera_rows(model: Any, data: Any, camera: str, size: int, steps: int) -> li
         elif variant == "+ sized buffer":
             model.vis.global_.offwidth, model.vis.global_.offheight = size, size
         renderer = mujoco.Renderer(model, size, size)
-        if variant in ("+ no shadows", "+ no reflections", "+ sized buffer"):
+        so_far = VARIANTS[: VARIANTS.index(variant) + 1]
+        if "+ no shadows" in so_far:
             renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
-        if variant in ("+ no reflections", "+ sized buffer"):
+        if "+ no reflections" in so_far:
             renderer.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
+        if variant == "+ coarse meshes":
+            renderer._gl_context.make_current()
+            mesh_detail.upload(model, renderer._mjr_context, coarse)
         figures = time_camera(renderer, data, camera, size, steps)
         total = sum(figures)
         rows.append(

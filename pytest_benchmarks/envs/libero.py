@@ -11,7 +11,8 @@ with the same 8-D state); the 10 settle steps with the same no-op action as LeRo
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
+import weakref
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,7 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self._keys = list(STATE_KEYS) + (list(CAMERAS) if pixels else [])
         self._render = config.render if pixels else None
         self._unread = tuple(config.blank_cameras) if pixels else ()
+        self._meshes_for: Callable[[], Any] = lambda: None  # the context set up for the mode
         self._last: dict[str, np.ndarray] = {}
         self._expert: PlanExpert | None = None
         if config.privileged:
@@ -133,9 +135,12 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             self._env.seed(seed)
         self._env.reset()
         if self._render is not None:  # the reset made a new scene: set it up before any frame
-            mujoco_render.configure_scene(
-                self._env.env.sim._render_context_offscreen.scn, self._render
-            )
+            context = self._env.env.sim._render_context_offscreen
+            mujoco_render.configure_scene(context.scn, self._render)
+            if self._meshes_for() is not context:  # a new context (libero_reset keeps one)
+                context.gl_ctx.make_current()
+                mujoco_render.configure_meshes(context.model._model, context.con, self._render)
+                self._meshes_for = weakref.ref(context)
         # The reset made new camera observables: cameras no policy input reads render nothing
         # this episode.
         self._blank_cameras(self._unread)

@@ -63,6 +63,8 @@ class MetaWorldTaskEnv(gym.Env[np.ndarray, np.ndarray]):
             # gymnasium makes the camera's viewer on the first frame; make it now to set it up.
             viewer = self._env.mujoco_renderer._get_viewer(render["render_mode"])
             mujoco_render.configure_scene(viewer.scn, config.render)
+            viewer.make_context_current()
+            mujoco_render.configure_meshes(self._env.model, viewer.con, config.render)
         self._env.max_path_length = config.max_steps
         self.observation_space, self.action_space = spaces(config)
         if not self._pixels:  # the env's own bounds, more precise than the declared ones

@@ -6,7 +6,9 @@ MuJoCo renders a camera into an offscreen framebuffer of the model's ``offwidth 
 the same (tested); the saving was a quarter of a LIBERO agentview frame without multisampling
 and not measurable with it (benchmarks/perf/render_profile.py, render_speed.py). ``fast``
 turns off what costs a CPU renderer most: the 4x multisampling, the shadow pass and the
-reflection pass. Its images differ from ``faithful``'s; the README gives by how much.
+reflection pass, and draws every mesh coarsened on a 4 mm grid (``mesh_detail``: a LIBERO
+frame's cost follows its triangle count). Its images differ from ``faithful``'s; the README gives
+by how much.
 
 mujoco is imported inside the functions: the GL backend must be chosen before its import.
 """
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from typing import Any
+
+from pytest_benchmarks.envs import mesh_detail
 
 FAST = "fast"
 
@@ -37,6 +41,13 @@ def configure_scene(scene: Any, mode: str) -> None:
 
     scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
     scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
+
+
+def configure_meshes(model: Any, context: Any, mode: str) -> None:
+    """For ``fast``, replace the meshes of a render context (an ``MjrContext``, its GL context
+    current) with the model's coarsened ones; once per context: it keeps them."""
+    if mode == FAST:
+        mesh_detail.upload(model, context, mesh_detail.coarse_meshes(model))
 
 
 def configure_xml(xml: str, size: tuple[int, int], mode: str) -> str:
