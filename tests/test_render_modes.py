@@ -188,3 +188,36 @@ def test_the_xml_gets_the_image_sized_buffer_and_fast_no_multisampling():
     assert '<global fovy="45" offwidth="128" offheight="96" />' in fast
     assert '<quality offsamples="0" />' in fast
     assert "offsamples" not in configure_xml("<mujoco/>", (64, 64), "faithful")
+
+
+@pytest.mark.parametrize(
+    ("name", "tasks"),
+    [
+        ("metaworld", ("door-open-v3", "push-v3")),
+        ("libero", ("libero_spatial/0", "libero_object/0")),
+    ],
+)
+def test_envs_sharing_a_process_each_render_their_own_frames(name: str, tasks: tuple[str, ...]):
+    """The simulators render into whichever GL context is current (the last one made): two envs
+    stepped in turn in one process (--benchmark-sync) give each the frames it gives alone."""
+    alone = {task: harness_frames(name, task, "fast") for task in tasks}
+    bench = catalog.get(name)
+    envs = [
+        bench.make_env(
+            EnvConfig(bench.select([t])[0], 500, 1000, obs="pixels", image_size=SIZE, render="fast")
+        )
+        for t in tasks
+    ]
+    frames: list[list[dict[str, np.ndarray]]] = [[] for _ in envs]
+    try:
+        for env, seen in zip(envs, frames, strict=True):
+            seen.append(env.reset(seed=0, options={"init_state": 0})[0])
+        for action in actions(envs[0].action_space.shape[0]):
+            for env, seen in zip(envs, frames, strict=True):
+                seen.append(env.step(action)[0])
+    finally:
+        for env in envs:
+            env.close()
+    for task, seen in zip(tasks, frames, strict=True):
+        for key, expected in alone[task].items():
+            assert np.array_equal(np.stack([f[key] for f in seen]), expected), (task, key)

@@ -136,9 +136,9 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self._env.reset()
         if self._render is not None:  # the reset made a new scene: set it up before any frame
             context = self._env.env.sim._render_context_offscreen
+            context.gl_ctx.make_current()
             mujoco_render.configure_scene(context.scn, self._render)
             if self._meshes_for() is not context:  # a new context (libero_reset keeps one)
-                context.gl_ctx.make_current()
                 mujoco_render.configure_meshes(context.model._model, context.con, self._render)
                 self._meshes_for = weakref.ref(context)
         # The reset made new camera observables: cameras no policy input reads render nothing
@@ -161,6 +161,10 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     def step(
         self, action: np.ndarray
     ) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+        if self._render is not None:
+            # robosuite renders into whichever GL context is current: with several envs in one
+            # process (--benchmark-sync) that is the last one made, so each step makes its own.
+            self._env.env.sim._render_context_offscreen.gl_ctx.make_current()
         raw, reward, _, _ = self._env.step(action)
         success = bool(self._env.check_success())
         return self._observe(raw), float(reward), False, False, {"success": success}

@@ -14,7 +14,7 @@ degrees as ``observation.image``, the first 4 state entries (hand position and g
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from importlib import metadata
 from typing import Any
@@ -55,6 +55,7 @@ class MetaWorldTaskEnv(gym.Env[np.ndarray, np.ndarray]):
         render = {"render_mode": "rgb_array", "camera_name": CAMERA, "width": width,
                   "height": height} if self._pixels or config.video != "none" else {}  # fmt: skip
         self._frame: np.ndarray | None = None
+        self._current: Callable[[], None] = lambda: None  # makes this env's GL context current
         self._env = metaworld.env_dict.ALL_V3_ENVIRONMENTS[name](**render)
         if config.obs == "lerobot":
             self._env.model.cam_pos[self._env.model.camera(CAMERA).id] = LEROBOT_CAMERA_POS
@@ -62,8 +63,11 @@ class MetaWorldTaskEnv(gym.Env[np.ndarray, np.ndarray]):
             mujoco_render.configure_model(self._env.model, config.image_size, config.render)
             # gymnasium makes the camera's viewer on the first frame; make it now to set it up.
             viewer = self._env.mujoco_renderer._get_viewer(render["render_mode"])
+            # gymnasium renders into whichever GL context is current: with several envs in one
+            # process (--benchmark-sync) that is the last one made, so each frame makes its own.
+            self._current = viewer.make_context_current
+            self._current()
             mujoco_render.configure_scene(viewer.scn, config.render)
-            viewer.make_context_current()
             mujoco_render.configure_meshes(self._env.model, viewer.con, config.render)
         self._env.max_path_length = config.max_steps
         self.observation_space, self.action_space = spaces(config)
@@ -73,12 +77,17 @@ class MetaWorldTaskEnv(gym.Env[np.ndarray, np.ndarray]):
     def _observe(self, state: np.ndarray) -> Any:
         if not self._pixels:
             return state
+        self._current()
         self._frame = self._env.render()
         return {"state": state, IMAGE_KEY: self._frame}
 
     def render(self) -> np.ndarray:
         """The corner2 camera, upright (for videos); the observation's frame when there is one."""
-        frame = self._frame if self._pixels and self._frame is not None else self._env.render()
+        if self._pixels and self._frame is not None:
+            frame = self._frame
+        else:
+            self._current()
+            frame = self._env.render()
         return np.ascontiguousarray(frame[::-1, ::-1])
 
     def reset(
