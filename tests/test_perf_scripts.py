@@ -39,8 +39,8 @@ def test_render_profile_breaks_a_step_down():
     out = run("render_profile.py", "--benchmark", "metaworld", "--size", "32", "--steps", "2")
     assert "physics step (state only)" in out and "rendered step (pixels, as run)" in out
     rows = [line for line in out.splitlines() if line.startswith("  corner2")]
-    assert len(rows) == 6 and rows[0].split()[1] == "defaults", out  # one per variant
-    assert rows[-1].split()[1:3] == ["+", "coarse"], out
+    assert len(rows) == 7 and rows[0].split()[1] == "defaults", out  # one per variant
+    assert [row.split()[2] for row in rows[-2:]] == ["coarse", "culled"], out
 
 
 def test_libero_reset_compares_robosuites_own_env_with_the_harness_changes_on_the_same_episodes():

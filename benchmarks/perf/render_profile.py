@@ -3,8 +3,8 @@ the render, the read-back and the flip, then the policy batch and what crossing 
 
 Each camera is rendered with MuJoCo's own calls on the benchmark's model and data, under the
 model's defaults and with one cost removed at a time (multisampling, shadows, reflections, the
-offscreen buffer sized to the image, the fast mode's coarse meshes), so the table says what each
-costs. Medians of ``--steps``
+offscreen buffer sized to the image, the fast mode's coarse meshes, its culling of the geoms
+out of view), so the table says what each costs. Medians of ``--steps``
 steps, milliseconds.
 
     python benchmarks/perf/render_profile.py [--size 128] [--steps 15] [--benchmark metaworld]
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from pytest_benchmarks.engine import rendering
-from pytest_benchmarks.envs import mesh_detail
+from pytest_benchmarks.envs import mesh_detail, view_cull
 
 rendering.choose_backend()
 
@@ -40,6 +40,7 @@ VARIANTS = (
     "+ no reflections",
     "+ sized buffer",
     "+ coarse meshes",
+    "+ culled",
 )
 
 
@@ -68,16 +69,26 @@ def build(benchmark_name: str, obs: str, size: int) -> tuple[Any, Any, Any]:
     return env, sim.model._model, sim.data._data
 
 
-def time_camera(renderer: Any, data: Any, camera: str, size: int, steps: int) -> list[float]:
-    """Median ms of the scene update, the render, the read-back and the flip of one camera."""
+def time_camera(
+    renderer: Any, data: Any, camera: str, size: int, steps: int, cull: bool = False
+) -> list[float]:
+    """Median ms of the scene update (with the geoms out of view hidden, if ``cull``), the
+    render, the read-back and the flip of one camera."""
     from OpenGL import GL
 
     out = np.empty((size, size, 3), dtype=np.uint8)
     context, rect = renderer._mjr_context, renderer._rect
     flags = renderer.scene.flags.copy()
+    model = renderer.model
+    camera_id = model.camera(camera).id
+    option = mujoco.MjvOption()
 
     def update() -> None:
-        renderer.update_scene(data, camera=camera)
+        if cull:
+            with view_cull.hidden_outside(model, data, camera_id, 1.0, option.geomgroup):
+                renderer.update_scene(data, camera=camera, scene_option=option)
+        else:
+            renderer.update_scene(data, camera=camera, scene_option=option)
         renderer.scene.flags[:] = flags
 
     def draw() -> None:
@@ -116,10 +127,10 @@ def camera_rows(model: Any, data: Any, camera: str, size: int, steps: int) -> li
             renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
         if "+ no reflections" in so_far:
             renderer.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
-        if variant == "+ coarse meshes":
+        if "+ coarse meshes" in so_far:
             renderer._gl_context.make_current()
             mesh_detail.upload(model, renderer._mjr_context, coarse)
-        figures = time_camera(renderer, data, camera, size, steps)
+        figures = time_camera(renderer, data, camera, size, steps, variant == "+ culled")
         total = sum(figures)
         rows.append(
             f"  {camera:20} {variant:18} "

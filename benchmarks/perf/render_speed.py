@@ -5,7 +5,8 @@ difference of fast against faithful per camera; whether faithful frames equal th
 Every variant steps the same seeded actions from the same initial state in processes of its
 own (each makes its own GL context); the variants take turns round by round. Medians of
 ``--rounds`` rounds of ``--steps`` steps. A variant ``NAME/1t`` renders with one llvmpipe thread;
-``fast/full`` is the fast mode with the models' full meshes (as before ``mesh_detail``);
+``NAME/full`` draws the models' full meshes (no ``mesh_detail``), ``NAME/all`` every geom in
+every camera (no ``view_cull``), so ``fast/full/all`` is the fast mode before either;
 ``NAME@CAMERA`` is the harness's env for a policy that reads only that camera (the others black).
 
     python benchmarks/perf/render_speed.py [--steps 20] [--rounds 3] [--procs 1,2]
@@ -117,13 +118,18 @@ def harness_env(
 def worker(case: str, variant: str, steps: int, commands: Any, out: Any) -> None:
     """One env in its own process: build, then step ``steps`` seeded actions each time the
     parent says so, answering with the rate; the first round's frames come back at the end."""
-    name, _, option = variant.partition("/")
-    if option == "full":  # no coarse meshes: the fast mode's frames before mesh_detail
-        from pytest_benchmarks.envs import mesh_detail
+    name, *options = variant.split("/")
+    for option in options:
+        if option == "full":  # no coarse meshes
+            from pytest_benchmarks.envs import mesh_detail
 
-        mesh_detail.coarse_meshes = lambda model, cell=mesh_detail.CELL: {}
-    elif option:  # llvmpipe reads it when this process makes its first GL context
-        os.environ["LP_NUM_THREADS"] = option.removesuffix("t")
+            mesh_detail.coarse_meshes = lambda model, cell=mesh_detail.CELL: {}
+        elif option == "all":  # no geom left out of a camera's frame
+            from pytest_benchmarks.envs import view_cull
+
+            view_cull.outside = lambda model, *_: np.zeros(model.ngeom, dtype=bool)
+        else:  # llvmpipe reads it when this process makes its first GL context
+            os.environ["LP_NUM_THREADS"] = option.removesuffix("t")
     from pytest_benchmarks.engine import rendering
 
     rendering.choose_backend()
@@ -193,8 +199,8 @@ def main() -> None:
         "--variants",
         default=",".join(VARIANTS),
         help="own (the simulator's own env), faithful, fast; NAME/1t: one renderer thread; "
-        "fast/full: fast with the full meshes; NAME@CAMERA: only that camera read, the others "
-        "black",
+        "NAME/full: the full meshes; NAME/all: no geom culled; NAME@CAMERA: only that camera "
+        "read, the others black",
     )
     args = parser.parse_args()
     counts = [int(p) for p in args.procs.split(",")]
@@ -218,10 +224,10 @@ def main() -> None:
                 mad = np.abs(fast - frames["faithful"][camera]).mean()
                 print(f"  {camera:28} faithful = simulator's own: {same}; "
                       f"fast vs faithful: mean absolute difference {mad:.2f} of 255")  # fmt: skip
-                if "fast/full" in frames:
-                    full = np.abs(fast - frames["fast/full"][camera]).mean()
-                    print(f"  {camera:28} fast vs fast/full (the coarse meshes alone): "
-                          f"mean absolute difference {full:.2f} of 255")  # fmt: skip
+                for other in (v for v in frames if v.startswith("fast/") and not v.endswith("t")):
+                    off = np.abs(fast - frames[other][camera]).mean()
+                    print(f"  {camera:28} fast vs {other}: "
+                          f"mean absolute difference {off:.2f} of 255")  # fmt: skip
         for v in variants:
             base, _, read = v.partition("/")[0].partition("@")
             if read and base in frames:

@@ -24,7 +24,7 @@ from pytest_benchmarks.core.catalog import register
 from pytest_benchmarks.core.features import IMAGE_PREFIX, Feature
 from pytest_benchmarks.core.processors import Batch, EnvProcessors, camera_renames
 from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
-from pytest_benchmarks.envs import libero_tasks, mujoco_render
+from pytest_benchmarks.envs import libero_tasks, mujoco_render, view_cull
 from pytest_benchmarks.envs.libero_expert import CANNOT, PlanExpert, goal_of, unsupported
 from pytest_benchmarks.envs.libero_reset import (
     CompiledScene,
@@ -88,6 +88,7 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self._keys = list(STATE_KEYS) + (list(CAMERAS) if pixels else [])
         self._render = config.render if pixels else None
         self._unread = tuple(config.blank_cameras) if pixels else ()
+        self._size = config.image_size
         self._meshes_for: Callable[[], Any] = lambda: None  # the context set up for the mode
         self._last: dict[str, np.ndarray] = {}
         self._expert: PlanExpert | None = None
@@ -113,6 +114,16 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         for camera, sensor in real.items():
             observables[camera]._sensor = blank_sensor(sensor, observables[camera]._data_shape)
         return real
+
+    def _cull_cameras(self, cameras: tuple[str, ...]) -> None:
+        """Wrap the camera observables' sensors so each frame hides the geoms outside that
+        camera's view (``view_cull``: the same pixels without shadows and reflections)."""
+        env = self._env.env
+        height, width = self._size
+        for camera in cameras:
+            observable = env._observables[camera]
+            camera_id = env.sim.model.camera_name2id(camera.removesuffix("_image"))
+            observable._sensor = culled_sensor(observable._sensor, env, camera_id, width / height)
 
     def _restore_cameras(self, real: dict[str, Any]) -> None:
         for camera, sensor in real.items():
@@ -142,8 +153,10 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
                 mujoco_render.configure_meshes(context.model._model, context.con, self._render)
                 self._meshes_for = weakref.ref(context)
         # The reset made new camera observables: cameras no policy input reads render nothing
-        # this episode.
+        # this episode; in fast mode the others leave out what they cannot see.
         self._blank_cameras(self._unread)
+        if self._render == mujoco_render.FAST:
+            self._cull_cameras(tuple(c for c in CAMERAS if c not in self._unread))
         # No frame before the last settle step's is seen: their cameras render nothing. robosuite
         # samples a camera at the first substep of each step, so the last step's own frame is
         # rendered as it always is.
@@ -172,6 +185,21 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     def close(self) -> None:
         self._env.close()
         self.scene.release()
+
+
+def culled_sensor(sensor: Any, env: Any, camera: int, aspect: float) -> Any:
+    """A robosuite camera sensor that renders with the geoms outside its view hidden (the env's
+    sim as of each call: a reset makes a new one)."""
+
+    def culled(cache: dict[str, Any]) -> np.ndarray:
+        sim = env.sim
+        shown = sim._render_context_offscreen.vopt.geomgroup
+        with view_cull.hidden_outside(sim.model._model, sim.data._data, camera, aspect, shown):
+            return sensor(cache)
+
+    culled.__name__ = sensor.__name__
+    culled.__modality__ = sensor.__modality__  # type: ignore[attr-defined]
+    return culled
 
 
 def blank_sensor(sensor: Any, shape: tuple[int, ...]) -> Any:

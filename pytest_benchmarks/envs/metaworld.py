@@ -77,17 +77,17 @@ class MetaWorldTaskEnv(gym.Env[np.ndarray, np.ndarray]):
     def _observe(self, state: np.ndarray) -> Any:
         if not self._pixels:
             return state
-        self._current()
-        self._frame = self._env.render()
+        self._frame = self._draw()
         return {"state": state, IMAGE_KEY: self._frame}
+
+    def _draw(self) -> np.ndarray:
+        """The camera's frame, drawn in this env's GL context."""
+        self._current()
+        return self._env.render()
 
     def render(self) -> np.ndarray:
         """The corner2 camera, upright (for videos); the observation's frame when there is one."""
-        if self._pixels and self._frame is not None:
-            frame = self._frame
-        else:
-            self._current()
-            frame = self._env.render()
+        frame = self._frame if self._pixels and self._frame is not None else self._draw()
         return np.ascontiguousarray(frame[::-1, ::-1])
 
     def reset(

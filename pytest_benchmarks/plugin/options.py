@@ -73,7 +73,7 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "--benchmark-render": (
         "string",
         "camera rendering: faithful (the model's own: multisampling, shadows, reflections) or "
-        "fast (none of them, coarser meshes: 5-15x quicker on a CPU, other pixels; snapshots "
+        "fast (none of them, coarser meshes: 4.5-15x quicker on a CPU, other pixels; snapshots "
         "and compare keep the two apart) (default faithful)",
     ),
     "--benchmark-camera-map": (
