@@ -6,6 +6,11 @@
 #
 # Environment: VENV (where the venv goes), PYTHON (the interpreter that creates it, default
 # python3), MUJOCO_GL=egl (a GPU renderer is in place: skip the CPU renderer).
+#
+# Last, the bytecode caches are written once, as pip writes them for what it installs, even where
+# PYTHONDONTWRITEBYTECODE is set: this project's modules, and pytest's assertion-rewritten
+# plugin modules (hydra-core's, anyio's, syrupy's, this plugin's), which every pytest process,
+# each xdist worker included, would otherwise rewrite and compile again at start-up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${1:-metaworld,libero,policies,lerobot,video,test,lint}"
@@ -20,4 +25,9 @@ venv="${VENV:-.venv}"
 "${PYTHON:-python3}" -m venv "$venv"
 "$venv/bin/python" -m pip install --quiet --upgrade pip
 "$venv/bin/python" -m pip install --quiet -c constraints/torch.txt -e ".[${extras}]"
+env -u PYTHONDONTWRITEBYTECODE "$venv/bin/python" -m compileall -q pytest_benchmarks benchmarks tests
+# Starting pytest once writes the plugins' caches; a warm-up only (an extra's benchmark missing
+# from this install fails its collection), so its outcome is not the install's.
+env -u PYTHONDONTWRITEBYTECODE "$venv/bin/python" -m pytest --collect-only -q -p no:cacheprovider \
+  benchmarks >/dev/null 2>&1 || true
 echo "installed pytest-benchmarks[${extras}] into ${venv}"
