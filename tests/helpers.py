@@ -107,3 +107,33 @@ def step_side_by_side(
         for key in obs_a:
             assert np.array_equal(obs_a[key], obs_b[key]), (episode, key)
     return successes
+
+
+def fast_libero_episodes(
+    task: str, size: tuple[int, int], check: Callable[[Any], None] = lambda env: None
+) -> list[dict[str, Any]]:
+    """Two episodes of one fast-rendered LIBERO env (initial state k for episode k; the second
+    reset keeps the render context): each a reset and three seeded random actions, every
+    observation kept. ``check`` sees the env before it closes."""
+    import numpy as np
+
+    from pytest_benchmarks.core import catalog
+    from pytest_benchmarks.core.tasks import EnvConfig
+
+    bench = catalog.get("libero")
+    config = EnvConfig(
+        bench.select([task])[0], 500, 1000, obs="pixels", image_size=size, render="fast",
+        settle_steps=2,
+    )  # fmt: skip
+    rng = np.random.default_rng(0)
+    actions = [rng.uniform(-1, 1, 7).astype(np.float32) for _ in range(3)]
+    env = bench.make_env(config)
+    seen = []
+    try:
+        for episode in range(2):
+            seen.append(env.reset(seed=0, options={"init_state": episode})[0])
+            seen += [env.step(action)[0] for action in actions]
+        check(env)
+    finally:
+        env.close()
+    return seen

@@ -3,8 +3,11 @@ kept, drawn only by the render context, never seen by the physics."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
+from helpers import fast_libero_episodes
 
 from pytest_benchmarks.engine import rendering
 from pytest_benchmarks.envs import mesh_detail
@@ -45,7 +48,7 @@ def test_clustering_merges_vertices_within_a_cell_and_drops_collapsed_triangles(
     assert kept.all() and np.array_equal(corners, face) and np.allclose(merged, vert)
 
 
-def mesh_model() -> object:
+def mesh_model() -> Any:
     import mujoco
 
     vert, face = sphere()
@@ -94,37 +97,20 @@ def test_the_render_context_draws_the_coarse_mesh_and_the_model_keeps_its_own():
 
 def test_libero_fast_frames_draw_coarse_meshes_in_every_episode(monkeypatch: pytest.MonkeyPatch):
     """Two episodes (the second reset keeps the render context): the fast frames differ a little
-    from the full meshes' and the states are the same step for step."""
-    from pytest_benchmarks.core import catalog
-    from pytest_benchmarks.core.tasks import EnvConfig
+    from the full meshes' and the states are the same step for step; the sim's meshes are the
+    compiled ones throughout."""
+    compiled: dict[str, np.ndarray] = {}
 
-    bench = catalog.get("libero")
-    config = EnvConfig(
-        bench.select(["libero_object/0"])[0], 500, 0, obs="pixels", image_size=(64, 64),
-        render="fast", settle_steps=2,
-    )  # fmt: skip
-    rng = np.random.default_rng(0)
-    actions = [rng.uniform(-1, 1, 7).astype(np.float32) for _ in range(3)]
-
-    def run() -> list[dict[str, np.ndarray]]:
-        env = bench.make_env(config)
+    def unchanged(env: Any) -> None:
         model = env._env.env.sim.model._model
-        compiled = model.mesh_face.copy(), model.mesh_vert.copy()
-        seen = []
-        try:
-            for episode in range(2):
-                seen.append(env.reset(seed=0, options={"init_state": episode})[0])
-                seen += [env.step(action)[0] for action in actions]
-            model = env._env.env.sim.model._model
-            assert np.array_equal(model.mesh_face, compiled[0])
-            assert np.array_equal(model.mesh_vert, compiled[1])
-        finally:
-            env.close()
-        return seen
+        for name in ("mesh_face", "mesh_vert", "mesh_facenum"):
+            if name in compiled:
+                assert np.array_equal(getattr(model, name), compiled[name]), name
+            compiled[name] = getattr(model, name).copy()
 
-    coarse = run()
+    coarse = fast_libero_episodes("libero_object/0", (64, 64), unchanged)
     monkeypatch.setattr(mesh_detail, "coarse_meshes", lambda model, cell=0.0: {})
-    full = run()
+    full = fast_libero_episodes("libero_object/0", (64, 64), unchanged)
     for step, (c, f) in enumerate(zip(coarse, full, strict=True)):
         for key in c:
             if key.endswith("_image"):

@@ -7,9 +7,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import fast_libero_episodes
 
-from pytest_benchmarks.core import catalog
-from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.engine import rendering
 from pytest_benchmarks.envs import view_cull
 
@@ -112,28 +111,14 @@ def test_libero_fast_frames_are_the_same_with_and_without_culling(
 ):
     """Two episodes (the second reset keeps the render context and makes new camera sensors).
     Meta-World's corner2 camera sees its whole scene: nothing to cull, so it is not culled."""
-    bench = catalog.get("libero")
-    config = EnvConfig(
-        bench.select(["libero_spatial/0"])[0], 500, 1000, obs="pixels", image_size=(48, 64),
-        render="fast", settle_steps=2,
-    )  # fmt: skip
-    rng = np.random.default_rng(0)
-    actions = [rng.uniform(-1, 1, 7).astype(np.float32) for _ in range(3)]
 
-    def run(counted: Counted) -> list[dict[str, np.ndarray]]:
+    def frames(counted: Counted) -> list[dict[str, np.ndarray]]:
         monkeypatch.setattr(view_cull, "outside", counted)
-        env = bench.make_env(config)
-        frames = []
-        try:
-            for episode in range(2):
-                frames.append(env.reset(seed=0, options={"init_state": episode})[0])
-                frames += [env.step(action)[0] for action in actions]
-        finally:
-            env.close()
-        return [{k: v for k, v in f.items() if k.endswith("_image")} for f in frames]
+        seen = fast_libero_episodes("libero_spatial/0", (48, 64))
+        return [{k: v for k, v in f.items() if k.endswith("_image")} for f in seen]
 
     culling, keeping = Counted(cull=True), Counted(cull=False)
-    culled, kept = run(culling), run(keeping)
+    culled, kept = frames(culling), frames(keeping)
     assert culling.culled > 0  # something out of view was left out
     for step, (c, k) in enumerate(zip(culled, kept, strict=True)):
         for key in c:
