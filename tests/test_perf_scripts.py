@@ -25,10 +25,14 @@ def run(script: str, *args: str) -> str:
 
 def test_render_speed_compares_the_modes_side_by_side():
     out = run("render_speed.py", "--steps", "2", "--rounds", "1", "--procs", "1",
-              "--case", "metaworld:reach-v3:32", "--variants", "own,faithful,fast")  # fmt: skip
+              "--case", "metaworld:reach-v3:32", "--variants",
+              "own,faithful,fast,fast/full/all")  # fmt: skip
     row = next(line for line in out.splitlines() if line.startswith("metaworld:reach-v3:32"))
     rates = [float(x) for x in row.split()[1:]]
-    assert len(rates) == 3 and all(rate > 0 for rate in rates), out
+    assert len(rates) == 4 and all(rate > 0 for rate in rates), out
+    # Full meshes (fast/full/all) draw other pixels than the coarse ones.
+    full = re.search(r"fast vs fast/full/all: mean absolute difference ([\d.]+) of 255", out)
+    assert full is not None and float(full.group(1)) > 0, out
     assert "corner2_image                faithful = simulator's own: True" in out
     found = re.search(r"mean absolute difference ([\d.]+) of 255", out)
     assert found is not None and 0 < float(found.group(1)) < 255, out
