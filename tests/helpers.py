@@ -109,28 +109,41 @@ def step_side_by_side(
     return successes
 
 
-def fast_libero_episodes(
-    task: str, size: tuple[int, int], check: Callable[[Any], None] = lambda env: None
+#: Two short episodes with two settle steps: enough for a second reset that keeps its context.
+SHORT = {"episodes": 2, "steps": 3, "settle_steps": 2}
+
+
+def pixel_episodes(
+    benchmark: str,
+    task: str,
+    render: str,
+    size: tuple[int, int],
+    episodes: int = 1,
+    steps: int = 4,
+    settle_steps: int | None = None,
+    check: Callable[[Any], None] = lambda env: None,
 ) -> list[dict[str, Any]]:
-    """Two episodes of one fast-rendered LIBERO env (initial state k for episode k; the second
-    reset keeps the render context): each a reset and three seeded random actions, every
-    observation kept. ``check`` sees the env before it closes."""
+    """Every observation of ``episodes`` episodes of one pixel env (initial state k for episode
+    k; a LIBERO env's later resets keep its render context): each a reset and ``steps`` seeded
+    random actions, the same arrays whichever env steps them. ``check`` sees the env before it
+    closes."""
     import numpy as np
 
     from pytest_benchmarks.core import catalog
     from pytest_benchmarks.core.tasks import EnvConfig
 
-    bench = catalog.get("libero")
+    bench = catalog.get(benchmark)
     config = EnvConfig(
-        bench.select([task])[0], 500, 1000, obs="pixels", image_size=size, render="fast",
-        settle_steps=2,
+        bench.select([task])[0], 500, 1000, obs="pixels", image_size=size, render=render,
+        settle_steps=settle_steps,
     )  # fmt: skip
-    rng = np.random.default_rng(0)
-    actions = [rng.uniform(-1, 1, 7).astype(np.float32) for _ in range(3)]
     env = bench.make_env(config)
+    rng = np.random.default_rng(0)
+    actions = [rng.uniform(-1, 1, env.action_space.shape[0]).astype(np.float32)
+               for _ in range(steps)]  # fmt: skip
     seen = []
     try:
-        for episode in range(2):
+        for episode in range(episodes):
             seen.append(env.reset(seed=0, options={"init_state": episode})[0])
             seen += [env.step(action)[0] for action in actions]
         check(env)

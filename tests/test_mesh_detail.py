@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import fast_libero_episodes
+from helpers import SHORT, pixel_episodes
 
 from pytest_benchmarks.engine import rendering
 from pytest_benchmarks.envs import mesh_detail
@@ -36,7 +36,7 @@ def test_clustering_merges_vertices_within_a_cell_and_drops_collapsed_triangles(
     vert, face = sphere()
     cell = 0.01
     merged, corners, kept = mesh_detail.coarsen(vert, face, cell)
-    assert 0 < kept.sum() < len(face) / 4  # the poles' rings and the fine segments collapse
+    assert 0 < kept.sum() < len(face) / 4  # the rings and segments finer than a cell collapse
     left = corners[kept]
     assert (left[:, 0] != left[:, 1]).all() and (left[:, 1] != left[:, 2]).all()
     assert (left[:, 0] != left[:, 2]).all()
@@ -108,9 +108,9 @@ def test_libero_fast_frames_draw_coarse_meshes_in_every_episode(monkeypatch: pyt
                 assert np.array_equal(getattr(model, name), compiled[name]), name
             compiled[name] = getattr(model, name).copy()
 
-    coarse = fast_libero_episodes("libero_object/0", (64, 64), unchanged)
+    coarse = pixel_episodes("libero", "libero_object/0", "fast", (64, 64), **SHORT, check=unchanged)
     monkeypatch.setattr(mesh_detail, "coarse_meshes", lambda model, cell=0.0: {})
-    full = fast_libero_episodes("libero_object/0", (64, 64), unchanged)
+    full = pixel_episodes("libero", "libero_object/0", "fast", (64, 64), **SHORT, check=unchanged)
     for step, (c, f) in enumerate(zip(coarse, full, strict=True)):
         for key in c:
             if key.endswith("_image"):

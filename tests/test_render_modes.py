@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import pixel_episodes
 
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.tasks import EnvConfig
@@ -35,17 +36,7 @@ def harness_frames(
 ) -> dict[str, np.ndarray]:
     """Per camera key, the frames of a reset and ``STEPS`` seeded steps through our env, for
     each episode (initial state k for episode k)."""
-    bench = catalog.get(benchmark)
-    ref = bench.select([task])[0]
-    env = bench.make_env(EnvConfig(ref, 500, 1000, obs="pixels", image_size=SIZE, render=render))
-    frames = []
-    try:
-        for episode in range(episodes):
-            frames.append(env.reset(seed=0, options={"init_state": episode})[0])
-            for action in actions(env.action_space.shape[0]):
-                frames.append(env.step(action)[0])
-    finally:
-        env.close()
+    frames = pixel_episodes(benchmark, task, render, SIZE, episodes, STEPS)
     keys = [key for key in frames[0] if key.endswith("_image")]
     return {key: np.stack([f[key] for f in frames]) for key in keys}
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import fast_libero_episodes
+from helpers import SHORT, pixel_episodes
 
 from pytest_benchmarks.engine import rendering
 from pytest_benchmarks.envs import view_cull
@@ -114,7 +114,7 @@ def test_libero_fast_frames_are_the_same_with_and_without_culling(
 
     def frames(counted: Counted) -> list[dict[str, np.ndarray]]:
         monkeypatch.setattr(view_cull, "outside", counted)
-        seen = fast_libero_episodes("libero_spatial/0", (48, 64))
+        seen = pixel_episodes("libero", "libero_spatial/0", "fast", (48, 64), **SHORT)
         return [{k: v for k, v in f.items() if k.endswith("_image")} for f in seen]
 
     culling, keeping = Counted(cull=True), Counted(cull=False)

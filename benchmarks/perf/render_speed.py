@@ -128,7 +128,7 @@ def worker(case: str, variant: str, steps: int, commands: Any, out: Any) -> None
             from pytest_benchmarks.envs import view_cull
 
             view_cull.outside = lambda model, *_: np.zeros(model.ngeom, dtype=bool)
-        else:  # llvmpipe reads it when this process makes its first GL context
+        else:  # NAME/Nt (main checks the options): llvmpipe reads it at its first GL context
             os.environ["LP_NUM_THREADS"] = option.removesuffix("t")
     from pytest_benchmarks.engine import rendering
 
@@ -205,6 +205,10 @@ def main() -> None:
     args = parser.parse_args()
     counts = [int(p) for p in args.procs.split(",")]
     variants = args.variants.split(",")
+    for variant in variants:
+        for option in variant.split("/")[1:]:
+            if option not in ("full", "all") and not option.removesuffix("t").isdigit():
+                parser.error(f"variant {variant}: unknown option /{option} (valid: Nt, full, all)")
     print(f"rendered env-steps/s per env, median of {args.rounds} interleaved rounds of "
           f"{args.steps} steps")  # fmt: skip
     print(f"{'case':30} " + " ".join(f"{f'{v} x{n}':>14}" for n in counts for v in variants))

@@ -88,7 +88,7 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self._keys = list(STATE_KEYS) + (list(CAMERAS) if pixels else [])
         self._render = config.render if pixels else None
         self._unread = tuple(config.blank_cameras) if pixels else ()
-        self._size = config.image_size
+        self._aspect = config.image_size[1] / config.image_size[0]  # width / height
         self._meshes_for: Callable[[], Any] = lambda: None  # the context set up for the mode
         self._last: dict[str, np.ndarray] = {}
         self._expert: PlanExpert | None = None
@@ -119,11 +119,10 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         """Wrap the camera observables' sensors so each frame hides the geoms outside that
         camera's view (``view_cull``: the same pixels without shadows and reflections)."""
         env = self._env.env
-        height, width = self._size
         for camera in cameras:
             observable = env._observables[camera]
             camera_id = env.sim.model.camera_name2id(camera.removesuffix("_image"))
-            observable._sensor = culled_sensor(observable._sensor, env, camera_id, width / height)
+            observable._sensor = culled_sensor(observable._sensor, env, camera_id, self._aspect)
 
     def _restore_cameras(self, real: dict[str, Any]) -> None:
         for camera, sensor in real.items():

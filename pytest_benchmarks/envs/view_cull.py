@@ -24,8 +24,8 @@ MARGIN = 0.001
 def outside(model: Any, data: Any, camera: int, aspect: float) -> np.ndarray:
     """Per geom, whether its bounding sphere lies wholly outside the fixed camera's frustum, as
     MuJoCo's renderer projects it (``fovy``, ``znear``/``zfar`` times the model's extent, the
-    width from the image's aspect ratio). Planes (no bounding radius) are never outside; so is
-    nothing for a camera given by its sensor size, whose frustum is not this one."""
+    width from the image's aspect ratio). Planes (no bounding radius) are never outside, and a
+    camera given by its sensor size (whose frustum is not this one) culls nothing."""
     if model.cam_sensorsize[camera].any():
         return np.zeros(model.ngeom, dtype=bool)
     frame = data.cam_xmat[camera].reshape(3, 3)  # columns: right, up, backward
