@@ -277,6 +277,20 @@ def test_timed(benchmark):
     result.assert_outcomes(passed=1)
 
 
+def test_loading_the_plugin_imports_no_simulator_nor_scipy():
+    # Every pytest process loads the plugin and registers the built-in benchmarks, the xdist
+    # controller before it starts any worker: a simulator or scipy (0.5 s) there delays them all.
+    heavy = ("scipy", "mujoco", "metaworld", "robosuite", "libero", "torch", "lerobot")
+    code = (
+        "import sys, pytest_benchmarks.plugin\n"
+        "from pytest_benchmarks.core import catalog\n"
+        "catalog.get('metaworld'), catalog.get('libero')\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
 def test_ctrl_c_keeps_what_finished(toy_project: pytest.Pytester):
     # Tasks run in the benchmark's order: walk and stroll finish, then interrupt gets SIGINT.
     toy_project.makepyfile(

@@ -14,7 +14,7 @@ import os
 import weakref
 from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -25,13 +25,15 @@ from pytest_benchmarks.core.features import IMAGE_PREFIX, Feature
 from pytest_benchmarks.core.processors import Batch, EnvProcessors, camera_renames
 from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
 from pytest_benchmarks.envs import libero_tasks, mujoco_render, view_cull
-from pytest_benchmarks.envs.libero_expert import CANNOT, PlanExpert, goal_of, unsupported
 from pytest_benchmarks.envs.libero_reset import (
     CompiledScene,
     PropertySamplers,
     compiled_from_construction,
 )
 from pytest_benchmarks.envs.libero_setup import libero_dir
+
+if TYPE_CHECKING:
+    from pytest_benchmarks.envs.libero_expert import PlanExpert
 
 CAMERAS = ("agentview_image", "robot0_eye_in_hand_image")
 #: The camera episode videos show.
@@ -93,6 +95,9 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self._last: dict[str, np.ndarray] = {}
         self._expert: PlanExpert | None = None
         if config.privileged:
+            # The experts' module (and scipy's rotations, half a second) only where one acts.
+            from pytest_benchmarks.envs.libero_expert import PlanExpert, goal_of, unsupported
+
             goal = goal_of(bddl_path(config.task))
             problem = unsupported(goal)
             if problem:
@@ -401,8 +406,10 @@ class Libero(Benchmark):
         return ExpertActionPolicy()
 
     def scripted_missing(self, task: TaskRef) -> str | None:
-        """The scripted expert covers tasks whose BDDL goal is one pick-and-place, except those
-        it is known to fail (``libero_expert.CANNOT``)."""
+        """The scripted expert covers the tasks whose BDDL goal it can plan, except those it is
+        known to fail (``libero_expert.CANNOT``)."""
+        from pytest_benchmarks.envs.libero_expert import CANNOT, goal_of, unsupported
+
         problem = CANNOT.get((task.suite, int(task.task_id))) or unsupported(
             goal_of(bddl_path(task))
         )
