@@ -27,7 +27,9 @@ venv="${VENV:-.venv}"
 "$venv/bin/python" -m pip install --quiet -c constraints/torch.txt -e ".[${extras}]"
 env -u PYTHONDONTWRITEBYTECODE "$venv/bin/python" -m compileall -q pytest_benchmarks benchmarks tests
 # Starting pytest once writes the plugins' caches; a warm-up only (an extra's benchmark missing
-# from this install fails its collection), so its outcome is not the install's.
+# from this install fails its collection), so its outcome is not the install's. Without this
+# project's addopts, which turn some plugins off: every installed plugin is loaded, as in the
+# pytest runs the tests start in directories of their own.
 env -u PYTHONDONTWRITEBYTECODE "$venv/bin/python" -m pytest --collect-only -q -p no:cacheprovider \
-  benchmarks >/dev/null 2>&1 || true
+  -o addopts= benchmarks >/dev/null 2>&1 || true
 echo "installed pytest-benchmarks[${extras}] into ${venv}"
