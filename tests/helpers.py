@@ -109,6 +109,15 @@ def step_side_by_side(
     return successes
 
 
+def seeded_actions(dim: int, steps: int) -> list[Any]:
+    """An episode's random actions, the same arrays whichever env steps them (rng 0, one
+    float32 draw of ``dim`` per step)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    return [rng.uniform(-1, 1, dim).astype(np.float32) for _ in range(steps)]
+
+
 #: Two short episodes with two settle steps: enough for a second reset that keeps its context.
 SHORT = {"episodes": 2, "steps": 3, "settle_steps": 2}
 
@@ -127,8 +136,6 @@ def pixel_episodes(
     k; a LIBERO env's later resets keep its render context): each a reset and ``steps`` seeded
     random actions, the same arrays whichever env steps them. ``check`` sees the env before it
     closes."""
-    import numpy as np
-
     from pytest_benchmarks.core import catalog
     from pytest_benchmarks.core.tasks import EnvConfig
 
@@ -138,9 +145,7 @@ def pixel_episodes(
         settle_steps=settle_steps,
     )  # fmt: skip
     env = bench.make_env(config)
-    rng = np.random.default_rng(0)
-    actions = [rng.uniform(-1, 1, env.action_space.shape[0]).astype(np.float32)
-               for _ in range(steps)]  # fmt: skip
+    actions = seeded_actions(env.action_space.shape[0], steps)
     seen = []
     try:
         for episode in range(episodes):

@@ -23,6 +23,15 @@ def run(script: str, *args: str) -> str:
     return done.stdout
 
 
+def test_render_speed_refuses_an_unknown_variant_option_in_one_line():
+    done = subprocess.run([sys.executable, str(PERF / "render_speed.py"), "--variants",
+                           "fast,fast/bogus"], capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines()[-1].endswith(
+        "variant fast/bogus: unknown option /bogus (valid: Nt, full, all)"
+    )
+
+
 def test_render_speed_compares_the_modes_side_by_side():
     out = run("render_speed.py", "--steps", "2", "--rounds", "1", "--procs", "1",
               "--case", "metaworld:reach-v3:32", "--variants",

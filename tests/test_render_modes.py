@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import pixel_episodes
+from helpers import pixel_episodes, seeded_actions
 
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.tasks import EnvConfig
@@ -23,12 +23,6 @@ rendering.choose_backend()
 
 SIZE = (96, 128)  # not square, so a height/width mix-up shows
 STEPS = 4
-
-
-def actions(dim: int) -> list[np.ndarray]:
-    """The episode's actions, the same arrays whichever env steps them."""
-    rng = np.random.default_rng(0)
-    return [rng.uniform(-1, 1, dim).astype(np.float32) for _ in range(STEPS)]
 
 
 def harness_frames(
@@ -53,7 +47,7 @@ def metaworld_own_frames(task: str) -> dict[str, np.ndarray]:
     env.seed(0)
     env.reset()
     frames = [env.render()]
-    for action in actions(env.action_space.shape[0]):
+    for action in seeded_actions(env.action_space.shape[0], STEPS):
         env.step(action)
         frames.append(env.render())
     env.close()
@@ -90,7 +84,7 @@ def libero_own_frames(task_id: int, episodes: int) -> dict[str, np.ndarray]:
         for _ in range(10):
             raw, *_ = env.step(NOOP)
         frames.append(raw)
-        for action in actions(7):
+        for action in seeded_actions(7, STEPS):
             frames.append(env.step(action)[0])
     env.close()
     return {key: np.stack([f[key] for f in frames]) for key in CAMERAS}
@@ -203,7 +197,7 @@ def test_envs_sharing_a_process_each_render_their_own_frames(name: str, tasks: t
     try:
         for env, seen in zip(envs, frames, strict=True):
             seen.append(env.reset(seed=0, options={"init_state": 0})[0])
-        for action in actions(envs[0].action_space.shape[0]):
+        for action in seeded_actions(envs[0].action_space.shape[0], STEPS):
             for env, seen in zip(envs, frames, strict=True):
                 seen.append(env.step(action)[0])
     finally:
