@@ -79,6 +79,8 @@ BY_HANDLE = ("moka_pot", "frypan")
 HANDLE_WIDTH, HANDLE_OUT = 0.03, 0.03
 ROBOT_PARTS = ("robot0_", "gripper0_", "mount0_")
 ASIDE_GAP = 0.03  # metres an object moved aside is left clear of the opened drawer
+#: Metres an object moved aside may also step across the way it clears the drawer (0 first).
+ASIDE_ACROSS = (0.0, *(k * s * 0.02 for k in range(1, 7) for s in (1.0, -1.0)))
 SLOT_MARGIN = 0.005  # least metres kept between an object and a compartment's walls
 #: Metres kept between objects the goal puts on one region, and between an object's origin (what
 #: LIBERO's ``On`` of a region reads) and the region's edge.
@@ -685,7 +687,11 @@ class AsideExpert(PickPlaceExpert):
         return self.spot, None
 
     def _spot(self) -> Box:
-        """Where the object's centre goes, as a flat box at the height of its bottom."""
+        """Where the object's centre goes, as a flat box at the height of its bottom: the
+        shortest move (in world-axis steps) that clears the opened drawer to a place no other
+        body stands in and the arm reaches (within ``FAR_REACH`` of its base, where it lifts
+        what it holds); a move along one axis first, then one that also steps across it
+        (libero_goal/3: a wine bottle beside the bowl, a plate and cream cheese about it)."""
         drawer, _ = opened_box(self.env, self.target)
         box = body_box(self.env.sim, self.env.obj_body_id[self.obj])
         others = [
@@ -702,18 +708,25 @@ class AsideExpert(PickPlaceExpert):
                     if sense < 0
                     else drawer.high[axis] - box.low[axis]
                 )
-                shift = np.zeros(3)
-                shift[axis] = edge + sense * ASIDE_GAP
-                shifts.append(shift)
+                for across in ASIDE_ACROSS:
+                    shift = np.zeros(3)
+                    shift[axis] = edge + sense * ASIDE_GAP
+                    shift[1 - axis] = across
+                    shifts.append(shift)
         shifts.sort(key=lambda m: float(np.abs(m).sum()))
-        free = [
-            shift
-            for shift in shifts
-            if not any(
+        sim = self.env.sim
+        base = sim.data.body_xpos[sim.model.body_name2id(self.env.robots[0].robot_model.root_body)]
+
+        def free(shift: np.ndarray) -> bool:
+            return not any(
                 np.all(o.low < box.high + shift)
                 and np.all(o.high > box.low + shift + [0, 0, 0.005])
                 for o in others
             )
-        ]
-        centre = box.centre + (free or shifts)[0]
+
+        def reached(shift: np.ndarray) -> bool:
+            return float(np.linalg.norm(box.centre[:2] + shift[:2] - base[:2])) <= FAR_REACH
+
+        ranked = [s for s in shifts if free(s) and reached(s)] or [s for s in shifts if free(s)]
+        centre = box.centre + (ranked or shifts)[0]
         return Box(np.array([*centre[:2], box.low[2]]), np.array([*centre[:2], box.low[2]]))
