@@ -120,10 +120,14 @@ class PickPlaceExpert:
         self.after: str | None = None
 
     def reset(self) -> None:
+        self.excluded = self._excluded()
+        self._plan()
+
+    def _plan(self) -> None:
+        """The step planned from where the objects are now (``excluded`` worked out)."""
         sim = self.env.sim
         self.grip = GripSite(self.env)
         self.upright = self.grip.orientation()  # as the step began
-        self.excluded = self._excluded()
         box = body_box(sim, self.env.obj_body_id[self.obj])
         own = local_box(sim.model._model, sim.data._data, self.env.obj_body_id[self.obj])
         self.compartment = self._compartment()
@@ -221,9 +225,13 @@ class PickPlaceExpert:
 
     def _from_base(self) -> np.ndarray:
         """The horizontal vector from the arm's base to the grasp."""
+        return np.array(self.grasp[:2] - self._base())
+
+    def _base(self) -> np.ndarray:
+        """Where the arm's base stands, horizontally."""
         sim = self.env.sim
-        base = sim.data.body_xpos[sim.model.body_name2id(self.env.robots[0].robot_model.root_body)]
-        return np.array(self.grasp[:2] - base[:2])
+        root = sim.model.body_name2id(self.env.robots[0].robot_model.root_body)
+        return np.array(sim.data.body_xpos[root][:2])
 
     def _lay(self, box: Box) -> Rotation | None:
         """The hand's orientation that holds the object laid down, where it goes into a drawer
@@ -675,10 +683,9 @@ class AsideExpert(PickPlaceExpert):
         super().__init__(env, goal)
         self.spot = Box(np.zeros(3), np.zeros(3))
 
-    def reset(self) -> None:
-        self.excluded = self._excluded()  # the spot is chosen clear of the other bodies
-        self.spot = self._spot()
-        super().reset()
+    def _plan(self) -> None:
+        self.spot = self._spot()  # clear of the other bodies, then the move to it planned
+        super()._plan()
 
     def holds(self) -> bool:
         return True  # done once let go; the step after it checks its own predicate
@@ -714,8 +721,7 @@ class AsideExpert(PickPlaceExpert):
                     shift[1 - axis] = across
                     shifts.append(shift)
         shifts.sort(key=lambda m: float(np.abs(m).sum()))
-        sim = self.env.sim
-        base = sim.data.body_xpos[sim.model.body_name2id(self.env.robots[0].robot_model.root_body)]
+        base = self._base()
 
         def free(shift: np.ndarray) -> bool:
             return not any(
@@ -725,7 +731,7 @@ class AsideExpert(PickPlaceExpert):
             )
 
         def reached(shift: np.ndarray) -> bool:
-            return float(np.linalg.norm(box.centre[:2] + shift[:2] - base[:2])) <= FAR_REACH
+            return float(np.linalg.norm(box.centre[:2] + shift[:2] - base)) <= FAR_REACH
 
         ranked = [s for s in shifts if free(s) and reached(s)] or [s for s in shifts if free(s)]
         centre = box.centre + (ranked or shifts)[0]
