@@ -693,6 +693,36 @@ def test_a_moka_pot_is_taken_by_its_handle():
     assert run.results[0].episodes[0].success
 
 
+def test_a_frying_pan_held_by_its_handle_goes_under_the_shelf_as_it_hangs():
+    """libero_90/42: the frying pan under the shelf's middle board, a space 6.9 cm tall open
+    only at its front. Held by its handle with its body ahead of the fingertips along the way
+    in, it goes in as it hangs: the hand keeps the orientation it took the handle with (turned
+    to point in, the pan stood on its edge and caught on the shelf), the pan stays level, and
+    LIBERO's own check ends the episode."""
+    from scipy.spatial.transform import Rotation
+
+    with expert_episode("libero_90/42", 400) as (env, obs):
+        (step,) = env._expert.steps
+        assert step.by_handle and step.way is not None  # by the handle, into a covered space
+        problem = env._env.env
+        pan = problem.obj_body_id[step.obj]
+
+        def pose() -> Rotation:
+            return Rotation.from_quat(problem.sim.data.xquat[pan][[1, 2, 3, 0]])  # w last
+
+        up = pose().inv().apply([0.0, 0.0, 1.0])  # the pan's own axis that stands up at rest
+        tilts, pointing = [], []
+
+        def watch() -> None:
+            if step.slide is not None:  # on its way in
+                tilts.append(float(np.degrees(np.arccos(np.clip(pose().apply(up)[2], -1, 1)))))
+                pointing.append(float(step.grip.orientation().apply([0.0, 0.0, 1.0])[2]))
+
+        assert run_expert(env, obs, 400, watch)
+        assert tilts and max(tilts) < 20.0  # about level: never stood on its edge
+        assert max(pointing) < -0.9  # the hand pointing down all the way in
+
+
 def test_the_second_moka_pot_goes_beside_the_first_on_the_one_stove():
     """libero_10/8: both moka pots onto the stove's cook region. The first goes where a single
     pot goes; the second, planned once the first stands there, goes to the nearest place beside

@@ -56,13 +56,6 @@ CANNOT: dict[tuple[str, int], str] = {
     ("libero_90", 6): "the bottom drawer's handle is 4.5 cm above the table: the hand, turned "
     "upright to straddle it, meets the table and the bowl standing before the drawer (0/3 "
     "measured)",
-    # The expert in its own env (as ``api.evaluate`` runs it), episodes 0-2.
-    **{
-        ("libero_90", i): "the frying pan into or under the shelf, open only at its front: held "
-        "by its handle and pushed in through the front, it catches on the shelf and tips or "
-        "falls (0/3 measured)"
-        for i in (40, 42)
-    },
     ("libero_90", 89): "the shelf's lower space, open only at its front, is 6.9 cm tall: a book "
     "goes in laid flat, held with the finger line upright, and the hand, 20 cm along that line, "
     "cannot come down so near the table (0/6 measured)",

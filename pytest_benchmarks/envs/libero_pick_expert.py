@@ -131,6 +131,7 @@ class PickPlaceExpert:
         box = body_box(sim, self.env.obj_body_id[self.obj])
         own = local_box(sim.model._model, sim.data._data, self.env.obj_body_id[self.obj])
         self.compartment = self._compartment()
+        self.by_handle = False  # taken by its handle
         # Fingers along y, unless something overhead (a cabinet's top) stands in the long
         # hand's way there and not with the hand turned a quarter, fingers along x.
         bodies = self._bodies()
@@ -157,7 +158,7 @@ class PickPlaceExpert:
         elif any(kind in self.obj for kind in BY_HANDLE) and (handle := self._handle()):
             # Too wide to take either way, no rim to take: by the handle that stands out.
             across = int(np.argmin(handle.size[:2]))
-            self.turned, self.steer = across == 0, True
+            self.turned, self.steer, self.by_handle = across == 0, True, True
             self.line = ALONG_X if self.turned else ALONG_Y
             self.grasp = handle.centre.copy()
         elif not self.turned and (slanted := self._slanted(box, own)) is not None:
@@ -656,8 +657,16 @@ class PickPlaceExpert:
             body = self.env.obj_body_id[self.obj]
             region = region_box(self.env, self.target)
             origin = np.array(sim.data.xpos[body])
+            # By its handle, the body ahead along the way in: in as it hangs (libero_slide).
+            ahead = self.by_handle and float((origin - self.grip.position())[:2] @ way[0][:2]) > 0
             self.slide = SlideIn(
-                self.grip, self.fingers.direction(), way, region, body_box(sim, body), origin
+                self.grip,
+                self.fingers.direction(),
+                way,
+                region,
+                body_box(sim, body),
+                origin,
+                as_held=ahead,
             )
         turn = self.grip.turn_to(self.slide.orientation)
         goal, grip = self.slide.goal(eef, float(np.linalg.norm(turn)), CLEARANCE)

@@ -7,6 +7,12 @@ with the hand pointing through the opening and its finger line upright, the book
 ahead of the fingertips: it is carried before the opening, at the height that keeps its lowest
 point just above the space's floor, and pushed straight in until LIBERO's ``In`` (the object's
 origin inside the region's box) holds, then let go, and the hand backs out the way it came.
+
+Traced (libero_90/40, /42: a frying pan onto the shelf's upper floor, under its middle board):
+held by its handle and turned so, the pan stands on its edge, catches on the shelf and tips
+(0/3). An object held by its handle, its origin ahead of the fingertips along the way in, goes
+in as it hangs instead: the hand pointing down stays before the opening, the handle in the
+fingers, the body ahead of them and its lowest point just above the floor.
 """
 
 from __future__ import annotations
@@ -79,9 +85,11 @@ class SlideIn:
         region: Box,
         box: Box,
         origin: np.ndarray,
+        as_held: bool = False,
     ) -> None:
         """``line``: the finger line now; ``opened``: ``opening``'s way in and floor; ``box``
-        and ``origin``: the held object's world box and origin now."""
+        and ``origin``: the held object's world box and origin now; ``as_held``: the object goes
+        in as the hand holds it now, unturned (one held by its handle, its body ahead)."""
         now = grip.orientation()
         pointing = now.apply([0.0, 0.0, 1.0])
         way, floor = opened
@@ -89,7 +97,7 @@ class SlideIn:
             Rotation.align_vectors([way, [0.0, 0.0, sense]], [pointing, line])[0]
             for sense in (1.0, -1.0)
         ]
-        turn = min(turns, key=lambda r: r.magnitude())
+        turn = Rotation.identity() if as_held else min(turns, key=lambda r: r.magnitude())
         self.orientation = turn * now
         held = grip.position()
         corners = np.array(np.meshgrid(*zip(box.low, box.high, strict=True))).reshape(3, -1).T
