@@ -199,12 +199,12 @@ def test_rollout(evaluate):
     )
     for spec in ("scripted", "scripted+noise:0.5"):
         result = pytester.runpytest_subprocess(
-            "-p", "no:cacheprovider", "--benchmark-env=libero", "--benchmark-task=libero_90/89",
+            "-p", "no:cacheprovider", "--benchmark-env=libero", "--benchmark-task=libero_90/6",
             f"--benchmark-policy={spec}", "-rs",
         )  # fmt: skip
         result.assert_outcomes(skipped=1)
         result.stdout.fnmatch_lines(
-            ["*libero/libero_90/89: no scripted expert: the shelf's lower space, open only at its*"]
+            ["*libero/libero_90/6: no scripted expert: the bottom drawer's handle is 4.5 cm above*"]
         )
 
 
@@ -538,6 +538,36 @@ def test_a_book_goes_into_the_shelf_through_its_open_front():
             problem.sim.model.site_name2id("wooden_two_layer_shelf_1_top_side")
         ][2]
         assert tops and max(tops) < shelf_top
+        assert pick.tip is None  # slid in held: the space's floor is a board, not the table
+
+
+def test_a_book_under_a_shelf_too_low_for_the_hand_is_tipped_over_and_pushed_in():
+    """libero_90/89: the shelf's lower space is 6.9 cm tall and its floor is the table; the hand,
+    pointing in with its finger line upright, would reach into the table. The book is tilted
+    toward the opening, its far edge set down before it and let go: it falls flat, and the
+    closed fingers push it in by its near edge, the hand never entering the space. LIBERO's own
+    check ends the episode."""
+    from pytest_benchmarks.envs.libero_motion import body_box, region_box
+
+    with expert_episode("libero_90/89", 400) as (env, obs):
+        (pick,) = env._expert.steps
+        problem = env._env.env
+        book = problem.obj_body_id[pick.obj]
+        standing = body_box(problem.sim, book).size
+        space = region_box(problem, pick.target)
+        pushed: list[tuple[float, float]] = []
+
+        def watch() -> None:
+            if pick.tip is not None and pick.tip.phase == "push":
+                height = float(body_box(problem.sim, book).size[2])
+                pushed.append((height, float(pick.grip.position()[1])))
+
+        assert run_expert(env, obs, 400, watch)
+        assert pick.tip is not None
+        assert standing[2] > space.size[2]  # standing, it is taller than the space
+        heights, reach = zip(*pushed, strict=True)
+        assert max(heights) < 0.6 * standing[2]  # lying flat as it is pushed
+        assert max(reach) < space.low[1]  # the fingertips stay before the opening
 
 
 def test_a_bowl_hemmed_in_by_a_drawer_is_taken_round_its_rim():

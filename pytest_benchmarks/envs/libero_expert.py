@@ -56,9 +56,6 @@ CANNOT: dict[tuple[str, int], str] = {
     ("libero_90", 6): "the bottom drawer's handle is 4.5 cm above the table: the hand, turned "
     "upright to straddle it, meets the table and the bowl standing before the drawer (0/3 "
     "measured)",
-    ("libero_90", 89): "the shelf's lower space, open only at its front, is 6.9 cm tall: a book "
-    "goes in laid flat, held with the finger line upright, and the hand, 20 cm along that line, "
-    "cannot come down so near the table (0/6 measured)",
     ("libero_goal", 3): f"{UNDER_DRAWER}: moved out of its way first, as libero_90/8's is, the "
     "three steps take 350-437 steps where they succeed (7/10 within 600), the suite gives 300",
 }

@@ -30,7 +30,9 @@ with the hand tilted, fingertips away from the base, so the elbow never straight
 that, standing in a drawer, would hold its origin (what LIBERO's ``In`` reads) above the drawer's
 region, is laid down in it: turned about the finger line once lifted. A rim whose usual grasp
 would put an open finger on a wall (a bowl in a drawer) is taken round the rim, where the open
-gripper meets nothing (``libero_rim``).
+gripper meets nothing (``libero_rim``). Into a space covered from above and open on one side, the
+object goes in from that side (``libero_slide``), or, where the space is too low for the hand and
+its floor is the table, is tipped over before it and pushed in (``libero_tip``).
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ from pytest_benchmarks.envs.libero_motion import (
 from pytest_benchmarks.envs.libero_pull_expert import opened_box
 from pytest_benchmarks.envs.libero_rim import Scene, round_the_rim
 from pytest_benchmarks.envs.libero_slide import SlideIn, opening
+from pytest_benchmarks.envs.libero_tip import TipIn
 
 ASIDE = "aside"  # a planned step, no BDDL predicate: an object moved out of a drawer's way
 CONTAIN = "_contain_region"  # a region objects are put into (a basket's, a caddy slot's)
@@ -192,6 +195,7 @@ class PickPlaceExpert:
         self.laid = None if self.steer else self._lay(box)
         self.way = self._way(bodies)
         self.slide: SlideIn | None = None
+        self.tip: TipIn | None = None
         self.phase, self.count = 0, 0
 
     def _way(self, bodies: dict[int, list[Box]]) -> tuple[np.ndarray, float] | None:
@@ -652,9 +656,9 @@ class PickPlaceExpert:
     def _slide_in(self, eef: np.ndarray, way: tuple[np.ndarray, float]) -> np.ndarray:
         """The step once lifted, into a covered space by ``way`` (``libero_slide``); once let
         go, the step's retreat."""
+        sim = self.env.sim
+        body = self.env.obj_body_id[self.obj]
         if self.slide is None:  # planned as the object is held
-            sim = self.env.sim
-            body = self.env.obj_body_id[self.obj]
             region = region_box(self.env, self.target)
             origin = np.array(sim.data.xpos[body])
             # By its handle, the body ahead along the way in: in as it hangs (libero_slide).
@@ -668,6 +672,10 @@ class PickPlaceExpert:
                 origin,
                 as_held=ahead,
             )
+            if not ahead and self._floor_before(region, way[1], self.slide.front):
+                self.tip = TipIn(self.grip, way, region, eef[2])
+        if self.tip is not None:
+            return self._tip_in(eef, self.tip)
         turn = self.grip.turn_to(self.slide.orientation)
         goal, grip = self.slide.goal(eef, float(np.linalg.norm(turn)), CLEARANCE)
         if self.slide.phase == "out":
@@ -675,6 +683,32 @@ class PickPlaceExpert:
             self.count += 1
         action = move(goal - eef, grip)
         action[3:6] = turn_action(turn)
+        return action
+
+    def _floor_before(self, region: Box, floor: float, front: np.ndarray) -> bool:
+        """Whether the space's floor runs on under the hand before the opening (the table, under
+        a shelf with no bottom board) and the hand, turned to slide the object in (its finger
+        line upright), would reach below it there (``libero_tip``). Where the floor is a board
+        that ends at the opening, the hand reaches below it outside (libero_90/86, /88)."""
+        return front[2] - HAND_HALF_LENGTH < floor and any(
+            abs(part.high[2] - floor) < 0.001
+            and np.all(part.low[:2] <= np.minimum(front[:2], region.centre[:2]))
+            and np.all(part.high[:2] >= np.maximum(front[:2], region.centre[:2]))
+            for parts in self._bodies().values()
+            for part in parts
+        )
+
+    def _tip_in(self, eef: np.ndarray, tip: TipIn) -> np.ndarray:
+        """The step once lifted, tipped over before a space too low for the hand and pushed in
+        (``libero_tip``); once it has pushed, the step's retreat."""
+        box = body_box(self.env.sim, self.env.obj_body_id[self.obj])
+        off = lambda orientation: float(np.linalg.norm(self.grip.turn_to(orientation)))  # noqa: E731
+        goal, grip, orientation = tip.goal(eef, box, off, self.holds())
+        if tip.phase == "out":
+            self.phase = self.PHASES.index("retreat")
+            self.count += 1
+        action = move(goal - eef, grip)
+        action[3:6] = turn_action(self.grip.turn_to(orientation))
         return action
 
     def _laid_down(self) -> bool:
