@@ -656,9 +656,9 @@ class PickPlaceExpert:
     def _slide_in(self, eef: np.ndarray, way: tuple[np.ndarray, float]) -> np.ndarray:
         """The step once lifted, into a covered space by ``way`` (``libero_slide``); once let
         go, the step's retreat."""
-        sim = self.env.sim
-        body = self.env.obj_body_id[self.obj]
         if self.slide is None:  # planned as the object is held
+            sim = self.env.sim
+            body = self.env.obj_body_id[self.obj]
             region = region_box(self.env, self.target)
             origin = np.array(sim.data.xpos[body])
             # By its handle, the body ahead along the way in: in as it hangs (libero_slide).
@@ -702,8 +702,7 @@ class PickPlaceExpert:
         """The step once lifted, tipped over before a space too low for the hand and pushed in
         (``libero_tip``); once it has pushed, the step's retreat."""
         box = body_box(self.env.sim, self.env.obj_body_id[self.obj])
-        off = lambda orientation: float(np.linalg.norm(self.grip.turn_to(orientation)))  # noqa: E731
-        goal, grip, orientation = tip.goal(eef, box, off, self.holds())
+        goal, grip, orientation = tip.goal(eef, box, self._turn_left, self.holds())
         if tip.phase == "out":
             self.phase = self.PHASES.index("retreat")
             self.count += 1
@@ -711,9 +710,13 @@ class PickPlaceExpert:
         action[3:6] = turn_action(self.grip.turn_to(orientation))
         return action
 
+    def _turn_left(self, orientation: Rotation) -> float:
+        """Radians the hand is from ``orientation``."""
+        return float(np.linalg.norm(self.grip.turn_to(orientation)))
+
     def _laid_down(self) -> bool:
         """Whether the hand holds the object as it is to be let go (always, unless laid)."""
-        return self.laid is None or bool(np.linalg.norm(self.grip.turn_to(self.laid)) < ON_LINE)
+        return self.laid is None or self._turn_left(self.laid) < ON_LINE
 
 
 class AsideExpert(PickPlaceExpert):
