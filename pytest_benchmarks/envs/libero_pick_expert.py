@@ -702,7 +702,7 @@ class PickPlaceExpert:
         """The step once lifted, tipped over before a space too low for the hand and pushed in
         (``libero_tip``); once it has pushed, the step's retreat."""
         box = body_box(self.env.sim, self.env.obj_body_id[self.obj])
-        goal, grip, orientation = tip.goal(eef, box, self._turn_left, self.holds())
+        goal, grip, orientation = tip.goal(eef, box, self._turn_left, self.holds)
         if tip.phase == "out":
             self.phase = self.PHASES.index("retreat")
             self.count += 1
@@ -779,6 +779,6 @@ class AsideExpert(PickPlaceExpert):
         def reached(shift: np.ndarray) -> bool:
             return float(np.linalg.norm(box.centre[:2] + shift[:2] - base)) <= FAR_REACH
 
-        ranked = [s for s in shifts if free(s) and reached(s)] or [s for s in shifts if free(s)]
-        centre = box.centre + (ranked or shifts)[0]
+        clear = [s for s in shifts if free(s)]
+        centre = box.centre + ([s for s in clear if reached(s)] or clear or shifts)[0]
         return Box(np.array([*centre[:2], box.low[2]]), np.array([*centre[:2], box.low[2]]))

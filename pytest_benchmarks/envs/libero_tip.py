@@ -56,11 +56,16 @@ class TipIn:
         self.phase, self.count = "tilt", 0
 
     def goal(
-        self, eef: np.ndarray, box: Box, turn: Callable[[Rotation], float], holds: bool
+        self,
+        eef: np.ndarray,
+        box: Box,
+        turn: Callable[[Rotation], float],
+        holds: Callable[[], bool],
     ) -> tuple[np.ndarray, float, Rotation]:
         """The fingertips' goal, the gripper (1 closed, -1 open) and the hand's orientation this
         step, from the object's box now; advances the phase. ``turn(orientation)`` is how far
-        (radians) the hand is from there; ``holds``: LIBERO's ``In`` holds now."""
+        (radians) the hand is from there; ``holds()``: whether LIBERO's ``In`` holds now (asked
+        only while pushing)."""
         self.count += 1
         a, sense = self.axis, float(np.sign(self.way[self.axis]))
         goal, grip, orientation = eef.copy(), 1.0, self.tilted
@@ -93,7 +98,7 @@ class TipIn:
             goal[a] = self.entrance - sense * PUSH_STOP
             goal[2] = self.floor + PUSH_HEIGHT
             orientation = self.across
-            done = holds or abs(goal[a] - eef[a]) < 0.008 or self.count > 60
+            done = abs(goal[a] - eef[a]) < 0.008 or self.count > 60 or holds()
         else:  # back out the way it came, and up
             goal = eef - self.way * 0.05 + [0.0, 0.0, 0.05]
             orientation, done = self.upright, False
