@@ -759,6 +759,49 @@ def test_a_frying_pan_held_by_its_handle_goes_under_the_shelf_as_it_hangs():
         assert max(pointing) < -0.9  # the hand pointing down all the way in
 
 
+def test_a_frying_pan_handle_with_a_moka_pot_beside_it_is_taken_clear_of_the_pot():
+    """libero_90/18, episode 0: the moka pot stands 0.7 cm beside the frying pan's handle, and
+    the hand, square across the handle at its middle, came down on the pot (the episode failed).
+    The grasp slides along the handle, turned off square where needed, to where the open
+    gripper meets nothing; the hand never touches the pot; the pan, steered by its origin (what
+    LIBERO's check reads) however it swings in the fingers, ends on the stove by LIBERO's own
+    check, its origin inside the cook region."""
+    import mujoco
+
+    from pytest_benchmarks.envs.libero_motion import region_box
+    from pytest_benchmarks.envs.libero_rim import gripper_meets
+
+    with expert_episode("libero_90/18", 400) as (env, obs):
+        (step,) = env._expert.steps
+        problem = env._env.env
+        model, data = problem.sim.model._model, problem.sim.data._data
+        handle = step._handle()
+        assert step.by_handle
+        square = np.array([1.0, 0.0, 0.0]) if step.turned else np.array([0.0, 1.0, 0.0])
+        assert gripper_meets(step.scene(), handle.centre, square)  # at its middle: on the pot
+        assert not gripper_meets(step.scene(), step.grasp, step.line)
+        assert np.all(handle.low[:2] <= step.grasp[:2])
+        assert np.all(step.grasp[:2] <= handle.high[:2])
+        pot = problem.obj_body_id["moka_pot_1"]
+        robot = {
+            b for b in range(model.nbody)
+            if mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b).startswith("gripper0_")
+        }  # fmt: skip
+        touched = []
+
+        def watch() -> None:
+            for contact in data.contact[: data.ncon]:
+                bodies = {model.geom_bodyid[contact.geom1], model.geom_bodyid[contact.geom2]}
+                if pot in bodies and bodies & robot:
+                    touched.append(bodies)
+
+        assert run_expert(env, obs, 400, watch)
+        assert not touched
+        cook = region_box(problem, step.target)
+        origin = data.xpos[problem.obj_body_id[step.obj]]
+        assert np.all(cook.low[:2] < origin[:2]) and np.all(origin[:2] < cook.high[:2])
+
+
 def test_the_second_moka_pot_goes_beside_the_first_on_the_one_stove():
     """libero_10/8: both moka pots onto the stove's cook region. The first goes where a single
     pot goes; the second, planned once the first stands there, goes to the nearest place beside

@@ -60,7 +60,7 @@ from pytest_benchmarks.envs.libero_motion import (
     turn_action,
 )
 from pytest_benchmarks.envs.libero_pull_expert import opened_box
-from pytest_benchmarks.envs.libero_rim import Scene, round_the_rim
+from pytest_benchmarks.envs.libero_rim import Scene, along_the_handle, round_the_rim
 from pytest_benchmarks.envs.libero_slide import SlideIn, opening
 from pytest_benchmarks.envs.libero_tip import TipIn
 
@@ -164,6 +164,9 @@ class PickPlaceExpert:
             self.turned, self.steer, self.by_handle = across == 0, True, True
             self.line = ALONG_X if self.turned else ALONG_Y
             self.grasp = handle.centre.copy()
+            half = handle.size[1 - across] / 2  # along the handle
+            if (clear := along_the_handle(self.scene(), self.grasp, half, self.line)) is not None:
+                self.line, self.grasp = clear  # the hand clear of what stands beside the handle
         elif not self.turned and (slanted := self._slanted(box, own)) is not None:
             # Too wide either way only because it stands at a slant (a book): across its own
             # thin axis, the finger line turned onto it.
@@ -189,6 +192,13 @@ class PickPlaceExpert:
         # How far off its usual place the object goes: beside what stands on the region,
         # out along a drawer.
         self.shift = self._beside(box) + out[0 if self.turned else 1]
+        # Taken by its handle, the object swings in the fingers as it is carried, its origin (what
+        # LIBERO's checks read) well off its box's centre: it is steered by its origin to where
+        # the box's centre would put it, and no farther than the region allows (``_beside``).
+        self.origin_goal = None
+        if self.by_handle:
+            origin = self.env.sim.data.body_xpos[self.env.obj_body_id[self.obj]][:2]
+            self.origin_goal = self._target()[0].centre[:2] + self.shift + origin - box.centre[:2]
         self.last_eef = np.zeros(3)
         self.steer = self.steer or self.place_line is not self.line
         self.tilted = None if self.steer else self._tilt()
@@ -545,7 +555,10 @@ class PickPlaceExpert:
         """How far off its usual place the object goes, so as to stand clear of the objects
         already on the same region (the second moka pot onto the one stove of libero_10/8):
         nowhere where that place is clear or the target is no parent's region; else the nearest
-        place clear of them by ``SHARED_GAP`` that keeps the object's origin inside the region."""
+        place clear of them by ``SHARED_GAP`` that keeps the object's origin inside the region.
+        An object taken by its handle has its origin kept inside the region wherever it goes
+        (its box's centre, handle and all, put the frying pan's beyond the stove's in
+        libero_90/18)."""
         shift = np.zeros(2)
         site = self.env.object_sites_dict.get(self.target)
         parent = getattr(site, "parent_name", None)
@@ -557,14 +570,16 @@ class PickPlaceExpert:
             for other in self.env.objects_dict
             if other != self.obj and self.env._eval_predicate(["on", other, self.target])
         ]
-        if not there:
-            return shift
         centre = self._target()[0].centre[:2]  # where the object's box centre goes
-        half_box = box.size[:2] / 2 + SHARED_GAP
         middle, half = region_extent(self.env, self.target)
         room = half[:2] - REGION_MARGIN
         origin = sim.data.body_xpos[self.env.obj_body_id[self.obj]][:2] - box.centre[:2]
         region = middle[:2] - centre - origin  # its centre, as a shift
+        if self.by_handle:  # its origin off its box's centre, by the handle: kept inside
+            shift = np.clip(shift, region - room, region + room)
+        if not there:
+            return shift
+        half_box = box.size[:2] / 2 + SHARED_GAP
         grid = np.stack(np.meshgrid(*(np.arange(-r, r + 1e-9, 0.0025) for r in room)), -1)
         shifts = np.concatenate([shift[None], region + grid.reshape(-1, 2)])
         shifts = shifts[np.argsort(np.hypot(*shifts.T), kind="stable")]
@@ -603,6 +618,9 @@ class PickPlaceExpert:
             place[:2] += self.offset_xy + self.shift
             if self.slot is not None:  # its bottom over the slot, however it hangs in the hand
                 place[:2] = eef[:2] + self.slot - self._bottom()[:2]
+            elif self.origin_goal is not None:  # its origin over its place, however it swings
+                held = self.env.sim.data._data.xpos[self.env.obj_body_id[self.obj]][:2]
+                place[:2] = eef[:2] + self.origin_goal - held
             place[2] = target.high[2] + self.below_grasp + 0.02
             lift = max(high, place[2] + 0.05)
             if inside is not None:  # down into the compartment, its floor 2 cm below

@@ -1,6 +1,7 @@
-"""A rim grasp hemmed in by walls (a bowl standing in an open drawer): where the open fingers of
-the usual rim grasp would meet a wall, the grasp goes round the rim to the nearest place where
-the open gripper, its finger line through the rim's centre, meets nothing.
+"""Grasps hemmed in. A rim grasp hemmed in by walls (a bowl standing in an open drawer): where
+the open fingers of the usual rim grasp would meet a wall, the grasp goes round the rim to the
+nearest place where the open gripper, its finger line through the rim's centre, meets nothing.
+A handle hemmed in by what stands beside it (``along_the_handle``): the grasp slides along it.
 
 Traced (libero_spatial/4): the black bowl stands in the wooden cabinet's top drawer, which is
 turned 24 degrees off the world's axes, 2 cm from the drawer's front and 5-6 cm from its sides.
@@ -35,6 +36,13 @@ RIM_IN = 0.012  # metres inside the object's edge the fingers close on the rim
 #: the rim.
 RIM_RISE = 0.005
 RIM_STEP = np.pi / 12  # the steps in which the grasp goes round the rim
+#: Traced (libero_90/18: the moka pot stands 0.7-3 cm beside the frying pan's handle, a bar 13 cm
+#: long): square across the handle at its middle, the 20 cm hand comes down on the pot. The grasp
+#: slides along the handle in ``HANDLE_STEP``s (its fingers kept on it), square first, then with
+#: the finger line turned off square by these (radians): at 30 degrees the fingers still close
+#: across the 2.5 cm bar, and the pan hangs on.
+HANDLE_STEP = 0.005
+HANDLE_TURNS = np.radians([0.0, 15.0, -15.0, 30.0, -30.0])
 
 
 class Scene:
@@ -118,4 +126,26 @@ def round_the_rim(
             out, point = at(start + turn, rise)
             if not gripper_meets(scene, point, out):
                 return out, point
+    return None
+
+
+def along_the_handle(
+    scene: Scene, centre: np.ndarray, half: float, line: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The finger line and grasp on a handle (a bar about ``centre``, reaching ``half`` metres
+    either way across ``line``) nearest its middle where the open gripper meets nothing, square
+    to it first, then turned by ``HANDLE_TURNS``; None where the gripper square at its middle
+    meets nothing already, or no place is clear."""
+    if not gripper_meets(scene, centre, line):
+        return None
+    along = np.array([-line[1], line[0], 0.0]) / np.linalg.norm(line[:2])
+    steps = int((half - FINGER[1][1]) / HANDLE_STEP)
+    offsets = sorted(range(-steps, steps + 1), key=abs)
+    for turn in HANDLE_TURNS:
+        c, s = np.cos(turn), np.sin(turn)
+        turned = np.array([c * line[0] - s * line[1], s * line[0] + c * line[1], 0.0])
+        for k in offsets:
+            point = centre + along * k * HANDLE_STEP
+            if not gripper_meets(scene, point, turned):
+                return turned, point
     return None
