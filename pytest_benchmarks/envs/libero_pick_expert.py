@@ -96,12 +96,13 @@ OPEN_REACH, OVER = 0.05, 0.03
 #: Traced (libero_90/84: the mug 0.78 m from the arm's base, to go 0.39 m back toward it): a
 #: hand pointing straight down grasps there with the arm straight, its elbow at the joint's
 #: limit, and LIBERO's operational-space controller, asked to draw it straight back, only swings
-#: it about the shoulder: the carry stalls (the arms that reach as far and carry sideways, or
-#: back by up to 16 cm, bend as they go). A grasp beyond ``FAR_REACH`` (metres from the base,
-#: horizontally) whose place lies more than ``FAR_BACK`` back toward the base is taken with the
-#: hand tilted ``REACH_TILT`` radians, fingertips away from the base: the wrist stays back and
-#: the elbow bent.
-FAR_REACH, FAR_BACK, REACH_TILT = 0.75, 0.25, 0.3
+#: it about the shoulder: the carry stalls. So it does in libero_90/13 and /16 (the bowl at the
+#: front 0.76-0.80 m out, to go 10-16 cm back: 25/50 and 19/50), where only some arms bend as
+#: they go; arms that carry sideways, or back by up to 9 cm, do (libero_spatial/6, /8). A grasp
+#: beyond ``FAR_REACH`` (metres from the base, horizontally) whose place lies more than
+#: ``FAR_BACK`` back toward the base is taken with the hand tilted ``REACH_TILT`` radians,
+#: fingertips away from the base: the wrist stays back and the elbow bent.
+FAR_REACH, FAR_BACK, REACH_TILT = 0.75, 0.09, 0.3
 #: Traced (libero_90/32: the ketchup into the white cabinet's top drawer): LIBERO's ``In`` of a
 #: drawer reads the object's origin, and a bottle standing in the drawer holds it 1.5 cm above
 #: the region's top. An object that cannot stand in a drawer with its origin inside the region is
