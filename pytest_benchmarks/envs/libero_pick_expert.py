@@ -25,7 +25,7 @@ and goes down once the hand is still, its bottom steered over that place however
 fingers. Onto a region another object already stands on (the second of two moka pots onto one
 stove), it goes to the nearest place beside it. A step after another pick-and-place keeps the
 fingertips above the body that step placed on or in (a basket just filled) until they are clear
-of it. An object at the arm's full reach, to be carried far back toward the arm's base, is taken
+of it. An object at the arm's full reach, to be carried back toward the arm's base, is taken
 with the hand tilted, fingertips away from the base, so the elbow never straightens. An object
 that, standing in a drawer, would hold its origin (what LIBERO's ``In`` reads) above the drawer's
 region, is laid down in it: turned about the finger line once lifted. A rim whose usual grasp
@@ -196,10 +196,7 @@ class PickPlaceExpert:
         # Taken by its handle, the object swings in the fingers as it is carried, its origin (what
         # LIBERO's checks read) well off its box's centre: it is steered by its origin to where
         # the box's centre would put it, and no farther than the region allows (``_beside``).
-        self.origin_goal = None
-        if self.by_handle:
-            origin = self.env.sim.data.body_xpos[self.env.obj_body_id[self.obj]][:2]
-            self.origin_goal = self._target()[0].centre[:2] + self.shift + origin - box.centre[:2]
+        self.origin_goal = self._lands(box) + self.shift if self.by_handle else None
         self.last_eef = np.zeros(3)
         self.steer = self.steer or self.place_line is not self.line
         self.tilted = None if self.steer else self._tilt()
@@ -557,9 +554,9 @@ class PickPlaceExpert:
         already on the same region (the second moka pot onto the one stove of libero_10/8):
         nowhere where that place is clear or the target is no parent's region; else the nearest
         place clear of them by ``SHARED_GAP`` that keeps the object's origin inside the region.
-        An object taken by its handle has its origin kept inside the region wherever it goes
-        (its box's centre, handle and all, put the frying pan's beyond the stove's in
-        libero_90/18)."""
+        An object taken by its handle has its origin kept inside the region even where nothing
+        stands there (its box's centre, handle and all, put the frying pan's beyond the stove's
+        in libero_90/18)."""
         shift = np.zeros(2)
         site = self.env.object_sites_dict.get(self.target)
         parent = getattr(site, "parent_name", None)
@@ -574,8 +571,7 @@ class PickPlaceExpert:
         centre = self._target()[0].centre[:2]  # where the object's box centre goes
         middle, half = region_extent(self.env, self.target)
         room = half[:2] - REGION_MARGIN
-        origin = sim.data.body_xpos[self.env.obj_body_id[self.obj]][:2] - box.centre[:2]
-        region = middle[:2] - centre - origin  # its centre, as a shift
+        region = middle[:2] - self._lands(box)  # its centre, as a shift
         if self.by_handle:  # its origin off its box's centre, by the handle: kept inside
             shift = np.clip(shift, region - room, region + room)
         if not there:
@@ -589,6 +585,13 @@ class PickPlaceExpert:
             if not any(np.all(o.low[:2] < high) and np.all(o.high[:2] > low) for o in there):
                 return candidate
         return shift
+
+    def _lands(self, box: Box) -> np.ndarray:
+        """Where the object's origin (what LIBERO's checks of a region read) lands, horizontally,
+        with its box's centre over the target's: off it by as much as the origin is off the box's
+        centre (a handle's length, for a pan)."""
+        origin = self.env.sim.data.body_xpos[self.env.obj_body_id[self.obj]][:2]
+        return self._target()[0].centre[:2] + origin - box.centre[:2]
 
     def _compartment(self) -> bool:
         """Whether the target is one of several regions its parent contains things in."""
