@@ -829,6 +829,49 @@ def test_a_frying_pan_handle_with_a_moka_pot_beside_it_is_taken_clear_of_the_pot
         assert np.all(cook.low[:2] < origin[:2]) and np.all(origin[:2] < cook.high[:2])
 
 
+def test_a_flat_box_beside_a_tall_carton_is_taken_clear_of_the_carton():
+    """libero_10/1, episode 4: the milk carton (13 cm tall) stands 3 cm beside the cream cheese
+    (1.8 cm). Coming in 10 cm above the grasp, below the carton's top, the open finger struck the
+    carton and came to rest on it, and square across the box, wherever along it, the hand's palm
+    reaches over the carton: the descent never reached the grasp (the episode failed). The hand
+    comes in over the carton's top, down to a grasp turned off square where the open gripper
+    meets nothing, the carton left where it stood, and LIBERO's own check ends the episode with
+    both in the basket."""
+    from pytest_benchmarks.envs.libero_motion import CLEARANCE, body_box
+    from pytest_benchmarks.envs.libero_pick_expert import OVER, SUPPORT
+    from pytest_benchmarks.envs.libero_rim import gripper_meets
+
+    with expert_episode("libero_10/1", 520, index=4) as (env, obs):
+        first = env._expert.steps[0]
+        problem = env._env.env
+        data = problem.sim.data._data
+        milk = problem.obj_body_id["milk_1"]
+        assert first.obj == "cream_cheese_1"
+        box = body_box(problem.sim, problem.obj_body_id[first.obj])
+        top = body_box(problem.sim, milk).high[2]
+        assert top > first.grasp[2] + CLEARANCE  # the usual approach passes below its top
+        assert first.over_beside == pytest.approx(top + OVER, abs=0.002)
+        scene = first.scene().above(box.low[2] + SUPPORT)
+        square = np.array([0.0, 1.0, 0.0])
+        assert gripper_meets(scene, first._grasp_point(box, 1), square)
+        assert abs(float(first.line @ square)) < np.cos(np.radians(10))  # turned off square
+        assert not gripper_meets(scene, first.grasp, first.line)
+        standing, pose = data.xpos[milk].copy(), data.xmat[milk].reshape(3, 3).copy()
+        moved, tipped, reached = [], [], []
+
+        def watch() -> None:
+            if env._expert.index or first.PHASES[first.phase] not in ("descend", "close"):
+                return
+            moved.append(float(np.linalg.norm(data.xpos[milk][:2] - standing[:2])))
+            turn = pose.T @ data.xmat[milk].reshape(3, 3)
+            tipped.append(float(np.arccos(np.clip((np.trace(turn) - 1) / 2, -1.0, 1.0))))
+            reached.append(float(np.linalg.norm(first.grip.position() - first.grasp)))
+
+        assert run_expert(env, obs, 520, watch)
+        assert max(moved) < 0.005 and max(tipped) < 0.05  # left standing where it stood
+        assert min(reached) < 0.01  # down at the grasp, not resting on the carton
+
+
 def test_the_second_moka_pot_goes_beside_the_first_on_the_one_stove():
     """libero_10/8: both moka pots onto the stove's cook region. The first goes where a single
     pot goes; the second, planned once the first stands there, goes to the nearest place beside

@@ -14,7 +14,9 @@ on the rim nearer the robot. Into a drawer the same holds at the place, with the
 hold the object there (the white cabinet's face above its open bottom drawer), each way's place
 moved out along the drawer, as far as its region allows, until it is clear. Where something
 standing beside a narrow object rises into the hand's footprint (a bottle beside a flat box),
-the grasp slides along the object's length to the nearest place clear of it. A moka pot or a
+the grasp slides along the object's length to the nearest place clear of it, and where no place
+square across it is clear, to the nearest one turned off square (``libero_rim``); the hand comes
+in over what stands taller than its approach within a few centimetres of the grasp. A moka pot or a
 frying pan, wider than the open fingers every way and with no rim to take, is taken by its
 handle: its thin part that stands out farthest from its centre of mass, the fingers closing
 across it. An upright object too wide for the fingers along either world axis only because it
@@ -93,6 +95,13 @@ UPRIGHT = 0.95  # the cosine of the largest tilt at which an object counts as st
 STILL = 0.001  # metres per step under which the hand counts as at rest
 #: How far the open fingers reach from the hand's centre; how far above a body they pass.
 OPEN_REACH, OVER = 0.05, 0.03
+#: Traced (libero_10/1: the cream cheese, 1.8 cm tall, with the milk carton, 13 cm, standing
+#: 3-4 cm beside it): the hand came in at 10 cm above the grasp, below the carton's top, and its
+#: open finger struck the carton's side, pushed it over the box and came to rest on it. The hand
+#: comes in over what stands within ``BESIDE_REACH`` (metres, horizontally) of the grasp: over
+#: its top by ``OVER``, where that is higher.
+BESIDE_REACH = 0.07
+SUPPORT = 0.005  # metres above an object's bottom below which a geom is what it stands on
 #: Traced (libero_90/84: the mug 0.78 m from the arm's base, to go 0.39 m back toward it): a
 #: hand pointing straight down grasps there with the arm straight, its elbow at the joint's
 #: limit, and LIBERO's operational-space controller, asked to draw it straight back, only swings
@@ -159,6 +168,17 @@ class PickPlaceExpert:
         if box.size[across] <= GRIPPER_SPAN:  # across its centre: it may slide along its length
             parts = [part for parts in bodies.values() for part in parts]
             self.grasp = self._slid_clear(box, self.grasp, across, parts)
+            if self._hits(self._rising(parts, self.grasp), self.grasp, across, HAND_SIDE):
+                # Nowhere clear square across it (libero_10/1: wherever the hand is square
+                # across the cream cheese, its palm reaches over the milk carton beside it):
+                # along it and turned off square, the gripper modelled closely, the surface the
+                # object stands on left out.
+                scene = self.scene().above(box.low[2] + SUPPORT)
+                half = box.size[1 - across] / 2
+                centre = self._grasp_point(box, across)
+                if (clear := along_the_handle(scene, centre, half, self.line)) is not None:
+                    self.line, self.grasp = clear
+                    self.steer = True
         elif any(kind in self.obj for kind in BY_HANDLE) and (handle := self._handle()):
             # Too wide to take either way, no rim to take: by the handle that stands out.
             across = int(np.argmin(handle.size[:2]))
@@ -178,6 +198,7 @@ class PickPlaceExpert:
             self.line, self.grasp = rim
             self.turned, self.steer = False, True
         self.below_grasp = self.grasp[2] - box.low[2]  # object bottom under the fingers
+        self.over_beside = self._over_beside(bodies, overhead)
         # The body the step before placed its object on or in (the basket it has just filled),
         # which the hand starts over, to keep above.
         start = self.grip.position()
@@ -460,17 +481,33 @@ class PickPlaceExpert:
             for part in parts
         ]
 
+    def _over_beside(self, bodies: dict[int, list[Box]], overhead: list[Box]) -> float:
+        """The height the hand comes in at over what stands up beside the grasp (a tall carton
+        beside a flat box): the highest top within ``BESIDE_REACH`` of it plus ``OVER``, of the
+        bodies standing there from below the grasp, counting their parts below anything overhead
+        (a cabinet's walls under its top do not raise it); -inf where there are none."""
+        ceiling = min((part.low[2] for part in overhead), default=np.inf)
+        low, high = self.grasp[:2] - BESIDE_REACH, self.grasp[:2] + BESIDE_REACH
+        tops = []
+        for parts in bodies.values():
+            near = [
+                part
+                for part in parts
+                if part.high[2] < ceiling
+                and np.all(part.low[:2] < high)
+                and np.all(part.high[:2] > low)
+            ]
+            if near and min(p.low[2] for p in near) < self.grasp[2]:
+                tops.append(max(p.high[2] for p in near) + OVER)
+        return max((top for top in tops if top > self.grasp[2] + OVER), default=-np.inf)
+
     @classmethod
     def _slid_clear(cls, box: Box, grasp: np.ndarray, across: int, parts: list[Box]) -> np.ndarray:
         """A grasp across the object's centre slid along its length (the fingers kept inside its
         ends) to the nearest place where the hand meets nothing standing beside it as high as the
         hand (a bottle beside a flat box); where it meets nothing there, or nowhere is clear, the
         grasp is left as it is."""
-        rising = [
-            p
-            for p in parts
-            if p.high[2] > grasp[2] + HAND_BOTTOM and p.low[2] < grasp[2] + HAND_TOP
-        ]
+        rising = cls._rising(parts, grasp)
         if not cls._hits(rising, grasp, across, HAND_SIDE):
             return grasp
         along = 1 - across
@@ -481,6 +518,15 @@ class PickPlaceExpert:
             if not cls._hits(rising, slid, across, HAND_SIDE):
                 return slid
         return grasp
+
+    @staticmethod
+    def _rising(parts: list[Box], grasp: np.ndarray) -> list[Box]:
+        """The parts that stand as high as the hand over ``grasp`` (a bottle beside a flat box)."""
+        return [
+            p
+            for p in parts
+            if p.high[2] > grasp[2] + HAND_BOTTOM and p.low[2] < grasp[2] + HAND_TOP
+        ]
 
     @staticmethod
     def _hits(
@@ -613,7 +659,7 @@ class PickPlaceExpert:
         if phase in ("above", "descend"):
             goal = self.grasp + np.array([0.0, 0.0, CLEARANCE if phase == "above" else 0.0])
             if phase == "above":  # over what stands on the way, not through it
-                goal[2] = max(goal[2], self._over(eef))
+                goal[2] = max(goal[2], self._over(eef), self.over_beside)
         elif phase == "close":
             goal = self.grasp
         elif phase in ("lift", "carry", "lower", "release"):

@@ -1,7 +1,8 @@
 """Grasps hemmed in. A rim grasp hemmed in by walls (a bowl standing in an open drawer): where
 the open fingers of the usual rim grasp would meet a wall, the grasp goes round the rim to the
 nearest place where the open gripper, its finger line through the rim's centre, meets nothing.
-A handle hemmed in by what stands beside it (``along_the_handle``): the grasp slides along it.
+A handle hemmed in by what stands beside it (``along_the_handle``): the grasp slides along it;
+so does a grasp across a narrow object (a flat box beside a tall carton).
 
 Traced (libero_spatial/4): the black bowl stands in the wooden cabinet's top drawer, which is
 turned 24 degrees off the world's axes, 2 cm from the drawer's front and 5-6 cm from its sides.
@@ -64,6 +65,12 @@ class Scene:
         local = np.array([model.geom_aabb[g] for g in geoms]).reshape(-1, 6)
         origins = np.array([data.geom_xpos[g] for g in geoms]).reshape(-1, 3)
         return cls(origins + np.einsum("gij,gj->gi", axes, local[:, :3]), axes, local[:, 3:])
+
+    def above(self, height: float) -> Scene:
+        """The boxes that reach above ``height`` (not the table an object stands on)."""
+        tops = self.centres[:, 2] + np.einsum("gk,gk->g", np.abs(self.axes[:, 2, :]), self.halves)
+        keep = tops > height
+        return Scene(self.centres[keep], self.axes[keep], self.halves[keep])
 
     def meets(self, centre: np.ndarray, axes: np.ndarray, half: np.ndarray) -> bool:
         """Whether a box (centre, axes as columns, half-sizes) overlaps any of them."""
