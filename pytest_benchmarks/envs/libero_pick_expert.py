@@ -97,9 +97,9 @@ STILL = 0.001  # metres per step under which the hand counts as at rest
 OPEN_REACH, OVER = 0.05, 0.03
 #: Traced (libero_10/1: the cream cheese, 1.8 cm tall, with the milk carton, 13 cm, standing
 #: 3-4 cm beside it): the hand came in at 10 cm above the grasp, below the carton's top, and its
-#: open finger struck the carton's side, pushed it over the box and came to rest on it. The hand
-#: comes in over what stands within ``BESIDE_REACH`` (metres, horizontally) of the grasp: over
-#: its top by ``OVER``, where that is higher.
+#: open finger struck the carton, moved it some centimetres and came to rest on its side and top.
+#: The hand comes in over what stands within ``BESIDE_REACH`` (metres, horizontally) of the
+#: grasp: over its top by ``OVER``, where that is higher.
 BESIDE_REACH = 0.07
 SUPPORT = 0.005  # metres above an object's bottom below which a geom is what it stands on
 #: Traced (libero_90/84: the mug 0.78 m from the arm's base, to go 0.39 m back toward it): a
@@ -167,8 +167,8 @@ class PickPlaceExpert:
         self.grasp = self._grasp_point(box, across)
         if box.size[across] <= GRIPPER_SPAN:  # across its centre: it may slide along its length
             parts = [part for parts in bodies.values() for part in parts]
-            self.grasp = self._slid_clear(box, self.grasp, across, parts)
-            if self._hits(self._rising(parts, self.grasp), self.grasp, across, HAND_SIDE):
+            self.grasp, clear = self._slid_clear(box, self.grasp, across, parts)
+            if not clear:
                 # Nowhere clear square across it (libero_10/1: wherever the hand is square
                 # across the cream cheese, its palm reaches over the milk carton beside it):
                 # along it and turned off square, the gripper modelled closely, the surface the
@@ -499,25 +499,27 @@ class PickPlaceExpert:
             ]
             if near and min(p.low[2] for p in near) < self.grasp[2]:
                 tops.append(max(p.high[2] for p in near) + OVER)
-        return max((top for top in tops if top > self.grasp[2] + OVER), default=-np.inf)
+        return max(tops, default=-np.inf)
 
     @classmethod
-    def _slid_clear(cls, box: Box, grasp: np.ndarray, across: int, parts: list[Box]) -> np.ndarray:
+    def _slid_clear(
+        cls, box: Box, grasp: np.ndarray, across: int, parts: list[Box]
+    ) -> tuple[np.ndarray, bool]:
         """A grasp across the object's centre slid along its length (the fingers kept inside its
         ends) to the nearest place where the hand meets nothing standing beside it as high as the
-        hand (a bottle beside a flat box); where it meets nothing there, or nowhere is clear, the
-        grasp is left as it is."""
+        hand (a bottle beside a flat box), and whether it found one; where it meets nothing there,
+        or nowhere is clear, the grasp is left as it is."""
         rising = cls._rising(parts, grasp)
         if not cls._hits(rising, grasp, across, HAND_SIDE):
-            return grasp
+            return grasp, True
         along = 1 - across
         reach = box.size[along] / 2 - FINGER_END
         for offset in sorted(np.arange(-reach, reach + 1e-9, 0.005), key=abs):
             slid = grasp.copy()
             slid[along] += offset
             if not cls._hits(rising, slid, across, HAND_SIDE):
-                return slid
-        return grasp
+                return slid, True
+        return grasp, False
 
     @staticmethod
     def _rising(parts: list[Box], grasp: np.ndarray) -> list[Box]:
