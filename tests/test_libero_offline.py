@@ -231,19 +231,20 @@ def test_scripted_expert_covers_pick_and_place_goals_from_bddl():
         suite: sum(benchmark.scripted_missing(t) is None for t in benchmark.select([suite]))
         for suite in ("libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90")
     }
-    # Goals the expert plans but is known to fail are left out, with why (README's 128 of 130).
+    # Goals the expert plans but is known to fail are left out, with why (README's 129 of 130).
     assert covered == {
         "libero_spatial": 10,
         "libero_object": 10,
-        "libero_goal": 9,
+        "libero_goal": 10,
         "libero_10": 10,
         "libero_90": 89,
     }
-    bowl = benchmark.select(["libero_goal/3"])[0]
-    assert benchmark.scripted_missing(bowl) == (
-        "no scripted expert: the drawer, pulled open first, overhangs the bowl it is to take: "
-        "moved out of its way first, as libero_90/8's is, the three steps take 350-437 steps "
-        "where they succeed (7/10 within 600), the suite gives 300"
+    assert benchmark.scripted_missing(benchmark.select(["libero_goal/3"])[0]) is None
+    bar = benchmark.select(["libero_90/6"])[0]
+    assert benchmark.scripted_missing(bar) == (
+        "no scripted expert: the bottom drawer's handle is 4.5 cm above the table: the hand, "
+        "turned upright to straddle it, meets the table and the bowl standing before the drawer "
+        "(0/3 measured)"
     )
     drawer = benchmark.select(["libero_goal/0"])[0]  # a drawer pulled open by its handle
     assert benchmark.scripted_missing(drawer) is None
@@ -681,17 +682,67 @@ def test_a_slanted_book_is_taken_across_its_spine_and_turned_into_its_caddy_slot
     assert run.results[0].episodes[0].success
 
 
+def test_a_bowl_under_the_opened_drawer_is_taken_with_the_hand_tilted():
+    """libero_goal/3, episode 3: the top drawer, pulled open, stands 10 cm over half the bowl to
+    be put in it. Pointing straight down, the hand meets the drawer wherever round the rim it
+    closes; tilted, its wrist leaning back out from under, it does not. So the bowl is not moved
+    aside first (the plan, made with the drawer set open for the moment, finds the tilted grasp):
+    the drawer is pulled, the bowl taken from under it, and LIBERO's own check ends the episode
+    within the suite's 300 steps, the hand never touching the cabinet once the drawer is open."""
+    from pytest_benchmarks.envs.libero_motion import body_box, body_tree
+    from pytest_benchmarks.envs.libero_pick_expert import ROBOT_PARTS, AsideExpert
+    from pytest_benchmarks.envs.libero_rim import UNDER_TILTS, gripper_meets
+    from pytest_benchmarks.envs.libero_tasks import MAX_STEPS
+
+    with expert_episode("libero_goal/3", MAX_STEPS["libero_goal"], index=3) as (env, obs):
+        aside, pull, pick = env._expert.steps
+        problem = env._env.env
+        model, data = problem.sim.model._model, problem.sim.data._data
+        assert isinstance(aside, AsideExpert) and aside.released  # nothing to move
+        bowl = problem.obj_body_id[pick.obj]
+        standing = data.xpos[bowl].copy()
+        cabinet = body_tree(
+            model, problem.obj_body_id[problem.object_sites_dict[pull.obj].parent_name]
+        )
+        robot = {
+            b
+            for b in range(model.nbody)
+            if (problem.sim.model.body_id2name(b) or "").startswith(ROBOT_PARTS)
+        }
+        planned, touched, moved = [], [], []
+
+        def watch() -> None:
+            if env._expert.index == 1:
+                moved.append(float(np.linalg.norm(data.xpos[bowl] - standing)))
+            if env._expert.index != 2:
+                return
+            if not planned:  # the pick, planned with the drawer open
+                usual = pick._grasp_point(body_box(problem.sim, bowl), 1)
+                planned.append(gripper_meets(pick.scene(), usual, np.array([0.0, 1.0, 0.0])))
+            for contact in data.contact[: data.ncon]:
+                pair = {model.geom_bodyid[contact.geom1], model.geom_bodyid[contact.geom2]}
+                if pair & robot and pair & cabinet:
+                    touched.append(pick.PHASES[pick.phase])
+
+        assert run_expert(env, obs, MAX_STEPS["libero_goal"], watch)
+        assert max(moved) < 0.005  # the drawer pulled open over the bowl, not into it
+        assert planned == [True]  # straight down, the hand would meet the scene
+        tilt = (pick.under * pick.upright.inv()).magnitude()
+        assert UNDER_TILTS[0] - 0.05 < tilt < UNDER_TILTS[-1] + 0.05
+        assert not touched
+
+
 def test_a_bowl_the_drawer_would_overhang_is_moved_out_of_its_way_first():
     """libero_90/8: the top drawer, pulled open, would stand over the bowl to be put in it. The
     plan moves the bowl first, clear of where the drawer will stand, then pulls the drawer and
     fills it; LIBERO's own check ends the episode. libero_90/2's drawer is open already: no move.
     libero_goal/3's bowl has a wine bottle on one side and the clear side beyond the drawer lies
-    past the arm's reach: the spot also steps across, to a place the arm reaches."""
+    past the arm's reach: the spot it would go to also steps across, to a place the arm reaches
+    (it stays where it stands: it is taken from under the drawer, as the test before shows)."""
     from pytest_benchmarks.api import evaluate
     from pytest_benchmarks.envs.libero_motion import body_box
     from pytest_benchmarks.envs.libero_pick_expert import FAR_REACH, AsideExpert, PickPlaceExpert
     from pytest_benchmarks.envs.libero_pull_expert import HandlePullExpert, opened_box
-    from pytest_benchmarks.envs.libero_tasks import MAX_STEPS
 
     plans, spots = {}, {}
     for name in ("libero_90/8", "libero_90/2", "libero_goal/3"):
@@ -705,7 +756,7 @@ def test_a_bowl_the_drawer_would_overhang_is_moved_out_of_its_way_first():
                 drawer, _ = opened_box(env._env.env, steps[1].obj)
                 problem = env._env.env
                 half = body_box(problem.sim, problem.obj_body_id[steps[0].obj]).size[:2] / 2
-                spot = steps[0].spot.centre[:2]
+                spot = steps[0]._spot().centre[:2]  # where it goes, if it is moved
                 assert np.any((spot + half < drawer.low[:2]) | (spot - half > drawer.high[:2]))
                 assert np.linalg.norm(spot - steps[0]._base()) <= FAR_REACH
                 bowl = body_box(problem.sim, problem.obj_body_id[steps[0].obj])
@@ -718,11 +769,6 @@ def test_a_bowl_the_drawer_would_overhang_is_moved_out_of_its_way_first():
     # across past the wine bottle.
     assert spots["libero_90/8"][0] == pytest.approx(0.0, abs=1e-9)
     assert spots["libero_goal/3"][0] < 0.0 and spots["libero_goal/3"][1] > 0.0
-    # libero_goal/3's three steps succeed, in more steps than its suite gives (why it is left out).
-    with expert_episode("libero_goal/3", 600, index=2) as (env, obs):
-        taken = [0]
-        assert run_expert(env, obs, 600, watch=lambda: taken.__setitem__(0, taken[0] + 1))
-        assert taken[0] > MAX_STEPS["libero_goal"]
     assert AsideExpert not in plans["libero_90/2"]
     run = evaluate("libero", "scripted", tasks=["libero_90/8"], episodes=1, obs="state",
                    sync=True)  # fmt: skip
@@ -874,6 +920,37 @@ def test_a_flat_box_beside_a_tall_carton_is_taken_clear_of_the_carton():
         assert min(reached) < 0.01  # down at the grasp, not resting on the carton
 
 
+def test_a_mug_is_carried_over_the_caddy_corner_on_its_way():
+    """libero_90/85, episode 5: the mug goes to the right of the desk caddy, and the straight
+    way there passes the caddy's corner. Carried at the usual height, the mug's bottom is below
+    the caddy's top: it struck the corner and fell out of the fingers (the episode failed). The
+    hand carries it higher, its bottom over the caddy, which it never touches, and LIBERO's own
+    check ends the episode."""
+    from pytest_benchmarks.envs.libero_motion import CLEARANCE, body_box, body_tree
+    from pytest_benchmarks.envs.libero_pick_expert import OVER
+
+    with expert_episode("libero_90/85", 150, index=5) as (env, obs):
+        step = env._expert.steps[0]
+        problem = env._env.env
+        model, data = problem.sim.model._model, problem.sim.data._data
+        mug, caddy_id = problem.obj_body_id[step.obj], problem.obj_body_id["desk_caddy_1"]
+        caddy = body_tree(model, caddy_id)
+        top = body_box(problem.sim, caddy_id).high[2]
+        usual = max(step.grasp[2] + CLEARANCE, step._target()[0].high[2] + step.below_grasp + 0.07)
+        assert usual - step.below_grasp < top  # the usual carry: the mug's bottom below its top
+        assert step.over_way == pytest.approx(top + OVER + step.below_grasp, abs=0.002)
+        struck = []
+
+        def watch() -> None:
+            for contact in data.contact[: data.ncon]:
+                bodies = {model.geom_bodyid[contact.geom1], model.geom_bodyid[contact.geom2]}
+                if mug in bodies and bodies & caddy:
+                    struck.append(step.PHASES[step.phase])
+
+        assert run_expert(env, obs, 150, watch)
+        assert not struck
+
+
 def test_the_second_moka_pot_goes_beside_the_first_on_the_one_stove():
     """libero_10/8: both moka pots onto the stove's cook region. The first goes where a single
     pot goes; the second, planned once the first stands there, goes to the nearest place beside
@@ -906,12 +983,12 @@ def test_success_rate(evaluate):
     )
     result = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "-rs", "--benchmark-obs=state", "--benchmark-episodes=1",
-        "--benchmark-task=libero_spatial/0,libero_object/0,libero_goal/0,libero_goal/3",
+        "--benchmark-task=libero_spatial/0,libero_object/0,libero_goal/0,libero_90/6",
         "-n", "2",
     )  # fmt: skip
     result.assert_outcomes(passed=3, skipped=1)
     result.stdout.fnmatch_lines(
-        ["*libero/libero_goal/3: no scripted expert: the drawer, pulled open first, overhangs *"]
+        ["*libero/libero_90/6: no scripted expert: the bottom drawer's handle is 4.5 cm above *"]
     )
     document = json.loads((pytester.path / "benchmark-results" / "metrics.json").read_text())
     assert {r["id"]: r["successes"] for r in document["results"]} == {

@@ -9,7 +9,8 @@ handle, a drawer's, ``(Open DRAWER_REGION)`` (``libero_pull_expert``), or the mi
 predicates are done one after another (``plan_order``: an object another step places something on
 is placed first, a drawer is opened before it is filled and filled before it is closed; an ``In``
 of a drawer's region is preceded by pulling the drawer open where it is not, and by moving the
-object out of the way where the drawer, pulled open, would stand over it), each step ending
+object out of the way where the drawer, pulled open, would stand over it, unless the hand,
+tilted, can take it from under the drawer), each step ending
 when LIBERO's own predicate holds after it lets go. The expert runs beside the simulator, in the
 process that steps the env, because it reads privileged state: poses, extents and joints from
 MuJoCo, never pixels. Each step computes the next action in LIBERO's own action space
@@ -47,17 +48,12 @@ def goal_of(bddl: Path) -> list[tuple[str, ...]]:
     ]
 
 
-#: Traced (libero_goal/3, libero_90/8): the drawer pulled open stands over half the bowl in
-#: front of the cabinet, and the hand coming down to the bowl's rim meets it.
-UNDER_DRAWER = "the drawer, pulled open first, overhangs the bowl it is to take"
 #: Tasks the expert plans but fails (the episodes measured), and why: left out like the tasks
 #: it cannot plan, so no test of them stands in for a check that cannot pass.
 CANNOT: dict[tuple[str, int], str] = {
     ("libero_90", 6): "the bottom drawer's handle is 4.5 cm above the table: the hand, turned "
     "upright to straddle it, meets the table and the bowl standing before the drawer (0/3 "
     "measured)",
-    ("libero_goal", 3): f"{UNDER_DRAWER}: moved out of its way first, as libero_90/8's is, the "
-    "three steps take 350-437 steps where they succeed (7/10 within 600), the suite gives 300",
 }
 
 

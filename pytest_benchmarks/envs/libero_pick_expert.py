@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import mujoco
 import numpy as np
 from scipy.spatial.transform import Rotation
 
@@ -55,6 +56,7 @@ from pytest_benchmarks.envs.libero_motion import (
     collides,
     geom_box,
     geom_boxes,
+    joint_goal,
     local_box,
     move,
     region_box,
@@ -62,7 +64,15 @@ from pytest_benchmarks.envs.libero_motion import (
     turn_action,
 )
 from pytest_benchmarks.envs.libero_pull_expert import opened_box
-from pytest_benchmarks.envs.libero_rim import Scene, along_the_handle, round_the_rim
+from pytest_benchmarks.envs.libero_rim import (
+    REACH_IN,
+    Scene,
+    along_the_handle,
+    gripper_meets,
+    round_the_rim,
+    site_frame,
+    under_the_rim,
+)
 from pytest_benchmarks.envs.libero_slide import SlideIn, opening
 from pytest_benchmarks.envs.libero_tip import TipIn
 
@@ -101,6 +111,15 @@ OPEN_REACH, OVER = 0.05, 0.03
 #: The hand comes in over what stands within ``BESIDE_REACH`` (metres, horizontally) of the
 #: grasp: over its top by ``OVER``, where that is higher.
 BESIDE_REACH = 0.07
+#: Metres within which the hand taken tilted from under an overhang passes its way points (not
+#: the grasp: stopped at each within 1 cm, libero_goal/3 ran past its suite's 300 steps), and
+#: radians off its tilt at which it counts as turned, to go down its way in.
+PASS, TURNED = 0.03, 0.1
+#: Traced (libero_goal/3): the tilted hand turned all its way over to the way in stalled where the
+#: arm starts it straight (the drawer just pulled, 0.77 m out); let drift on the way, it came up
+#: to 1.4 rad off and turning it there pushed it off the way. It turns within ``NEAR`` metres of
+#: the way in.
+NEAR = 0.12
 SUPPORT = 0.005  # metres above an object's bottom below which a geom is what it stands on
 #: Traced (libero_90/84: the mug 0.78 m from the arm's base, to go 0.39 m back toward it): a
 #: hand pointing straight down grasps there with the arm straight, its elbow at the joint's
@@ -119,6 +138,14 @@ FAR_REACH, FAR_BACK, REACH_TILT = 0.75, 0.09, 0.3
 #: the arm's base, and let go with its lowest point just above the drawer's walls.
 LAY_TILT = 1.1
 ALONG_X, ALONG_Y = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
+
+
+def _overlap(part: Box, box: Box, margin: float = 0.0) -> bool:
+    """Whether two boxes overlap horizontally, with ``margin`` to spare."""
+    return bool(
+        np.all(part.low[:2] < box.high[:2] + margin)
+        and np.all(part.high[:2] > box.low[:2] - margin)
+    )
 
 
 class PickPlaceExpert:
@@ -145,6 +172,11 @@ class PickPlaceExpert:
         own = local_box(sim.model._model, sim.data._data, self.env.obj_body_id[self.obj])
         self.compartment = self._compartment()
         self.by_handle = False  # taken by its handle
+        #: Taken tilted from under an overhang: the hand's orientation, the way points it passes
+        #: on its way down to the grasp and up from it with the object (``_tilted_way``).
+        self.under: Rotation | None = None
+        self.way_in: list[np.ndarray] = []
+        self.way_out: list[np.ndarray] = []
         # Fingers along y, unless something overhead (a cabinet's top) stands in the long
         # hand's way there and not with the hand turned a quarter, fingers along x.
         bodies = self._bodies()
@@ -197,6 +229,12 @@ class PickPlaceExpert:
             # A rim hemmed in by walls (a bowl in a drawer): round it to where the fingers fit.
             self.line, self.grasp = rim
             self.turned, self.steer = False, True
+        elif (under := self._under(box, across, overhead)) is not None:
+            # Under what overhangs it (a drawer pulled open over half a bowl): the hand tilted,
+            # its wrist leaning out from under, in and out along its own axis.
+            self.line, self.grasp, tilt = under
+            self.turned, self.steer = False, True
+            self._tilted_way(box, overhead, tilt)
         self.below_grasp = self.grasp[2] - box.low[2]  # object bottom under the fingers
         self.over_beside = self._over_beside(bodies, overhead)
         # The body the step before placed its object on or in (the basket it has just filled),
@@ -220,12 +258,57 @@ class PickPlaceExpert:
         self.origin_goal = self._lands(box) + self.shift if self.by_handle else None
         self.last_eef = np.zeros(3)
         self.steer = self.steer or self.place_line is not self.line
-        self.tilted = None if self.steer else self._tilt()
+        self.tilted = self.under if self.under is not None else None if self.steer else self._tilt()
         self.laid = None if self.steer else self._lay(box)
         self.way = self._way(bodies)
+        self.over_way = self._over_way(box, bodies)
         self.slide: SlideIn | None = None
         self.tip: TipIn | None = None
         self.phase, self.count = 0, 0
+
+    def _under(
+        self, box: Box, across: int, overhead: list[Box]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """``libero_rim.under_the_rim`` where something overhead stands over the object and the
+        hand pointing straight down at the usual rim grasp meets the scene; None otherwise."""
+        over = [p for p in overhead if _overlap(p, box)]
+        if not over or box.size[across] <= GRIPPER_SPAN:
+            return None
+        scene = self.scene()
+        if not gripper_meets(scene, self.grasp, self.line):
+            return None
+        away = self._from_base()
+        top = max(p.high[2] for p in over) + OVER
+        radius = box.size[across] / 2
+        away = away / np.linalg.norm(away)
+        return under_the_rim(scene, box.centre, radius, self.grasp[2], self.line, away, top)
+
+    def _tilted_way(self, box: Box, overhead: list[Box], tilt: np.ndarray) -> None:
+        """The tilted hand's orientation and way, for a grasp from ``_under``: down over the
+        place ``REACH_IN`` back along its axis from the grasp (from the height that clears what
+        overhangs), in along its axis; out with the object in one straight move, back along its
+        axis and on toward the arm's base until the object clears what overhangs it, before it
+        is lifted."""
+        frame = tilt @ site_frame(self.line)
+        pointing = frame[:, 2]
+        # Of the two hands with this finger line, the one nearer the hand as it is.
+        turned = frame * np.array([-1.0, -1.0, 1.0])
+        now = self.grip.orientation()
+        options = [Rotation.from_matrix(f) for f in (frame, turned)]
+        self.under = min(options, key=lambda o: float(np.linalg.norm((o * now.inv()).as_rotvec())))
+        over = [p for p in overhead if _overlap(p, box)]
+        entry = self.grasp - pointing * REACH_IN
+        top = max(p.high[2] for p in over) + OVER
+        self.way_in = [np.array([entry[0], entry[1], max(top, entry[2])]), entry]
+        back = -pointing[:2] / np.linalg.norm(pointing[:2])
+        shift = entry - self.grasp
+        out = entry
+        for d in np.arange(0.0, 0.3, 0.01):
+            moved = Box(box.low + shift + [*(back * d), 0.0], box.high + shift + [*(back * d), 0.0])
+            if not any(_overlap(p, moved, OVER) for p in over):
+                out = entry + np.array([*(back * d), 0.0])
+                break
+        self.way_out = [out]
 
     def _way(self, bodies: dict[int, list[Box]]) -> tuple[np.ndarray, float] | None:
         """``libero_slide.opening`` of an ``In`` of a region that is no drawer's: the way in
@@ -501,6 +584,34 @@ class PickPlaceExpert:
                 tops.append(max(p.high[2] for p in near) + OVER)
         return max(tops, default=-np.inf)
 
+    def _over_way(self, box: Box, bodies: dict[int, list[Box]]) -> float:
+        """The height the hand carries at so that the object held clears what stands on its
+        way (a caddy's corner beside the straight line to the place): the highest top, plus
+        ``OVER``, of the parts that stand from below the object's usual carrying height into
+        it, met by the object's footprint as it goes from where it stands to its place, the
+        target's own body left out; -inf where none is met."""
+        target, _ = self._target()
+        place = target.centre[:2] + self.shift  # the object's centre there
+        high = max(self.grasp[2], 0.0) + CLEARANCE
+        bottom = max(high, target.high[2] + self.below_grasp + 0.07) - self.below_grasp
+        into = self._body_of(self.target)
+        mine = body_tree(self.env.sim.model._model, into) if into is not None else set()
+        tops = []
+        for f in np.linspace(0.0, 1.0, 21):
+            shift = f * (place - box.centre[:2])
+            low, high_xy = box.low[:2] + shift, box.high[:2] + shift
+            for body, parts in bodies.items():
+                if body in mine:
+                    continue
+                tops.extend(
+                    part.high[2]
+                    for part in parts
+                    if part.low[2] < bottom < part.high[2]
+                    and np.all(part.low[:2] < high_xy)
+                    and np.all(part.high[:2] > low)
+                )
+        return max(tops, default=-np.inf) + OVER + self.below_grasp
+
     @classmethod
     def _slid_clear(
         cls, box: Box, grasp: np.ndarray, across: int, parts: list[Box]
@@ -674,7 +785,7 @@ class PickPlaceExpert:
                 held = self.env.sim.data._data.xpos[self.env.obj_body_id[self.obj]][:2]
                 place[:2] = eef[:2] + self.origin_goal - held
             place[2] = target.high[2] + self.below_grasp + 0.02
-            lift = max(high, place[2] + 0.05)
+            lift = max(high, place[2] + 0.05, self.over_way)
             if inside is not None:  # down into the compartment, its floor 2 cm below
                 place[2] = inside.low[2] + self.below_grasp + 0.02
             if phase == "lift":
@@ -685,6 +796,19 @@ class PickPlaceExpert:
                 goal = place
         elif phase == "retreat":
             goal = np.array([eef[0], eef[1], high + 0.1])
+        if self.way_in and phase in ("above", "descend"):  # tilted, in along its own axis
+            if phase == "descend" and np.linalg.norm(self.way_in[-1] - eef) < PASS:
+                self.way_in = self.way_in[:1]  # at the entry: on to the grasp
+            goal = self.way_in[0] if phase == "above" else self.way_in[-1]
+            if len(self.way_in) == 2 and self._turn_left(self.tilted) > TURNED:
+                goal = self.way_in[0]  # turned over the way in before going down it
+            if phase == "descend" and len(self.way_in) == 1:
+                goal = self.grasp
+        leaving = bool(self.way_out) and phase == "lift"
+        if leaving:  # out the way it came, then back from under, before it rises
+            goal = self.way_out[0]
+            if np.linalg.norm(goal - eef) < PASS:
+                self.way_out.pop(0)
         still = self.slot is None or self._still(eef)
         if self.slot is not None:
             self.last_eef = eef.copy()
@@ -697,10 +821,13 @@ class PickPlaceExpert:
         turning = line is not self.line
         self.count += 1
         done = {
-            "above": (np.linalg.norm(error) < 0.01 and abs(yaw) < ON_LINE) or self.count > 60,
-            "descend": np.linalg.norm(error) < 0.006 or self.count > 40,
+            "above": (
+                np.linalg.norm(error) < (PASS if self.way_in else 0.01) and abs(yaw) < ON_LINE
+            )
+            or self.count > 60,
+            "descend": (np.linalg.norm(error) < 0.006 and len(self.way_in) != 2) or self.count > 40,
             "close": self.count > 12,
-            "lift": (abs(error[2]) < 0.01 and (not turning or abs(yaw) < ON_LINE))
+            "lift": (not leaving and abs(error[2]) < 0.01 and (not turning or abs(yaw) < ON_LINE))
             or self.count > 40,
             "carry": (
                 np.linalg.norm(error[:2]) < 0.01
@@ -716,7 +843,10 @@ class PickPlaceExpert:
         if done:
             self.phase, self.count = self.phase + 1, 0
         action = move(error, grip, yaw)
-        if self.tilted is not None:  # the step's whole way, the object held as it was taken
+        far = self.way_in and phase == "above" and np.linalg.norm(self.way_in[0] - eef) > NEAR
+        if self.tilted is not None and not far:
+            # The step's whole way, the object held as it was taken; taken from under an
+            # overhang, from near the way in.
             action[3:6] = turn_action(self.grip.turn_to(self.tilted))
         elif self.laid is not None and phase not in grasping:  # laid once lifted, then back
             orientation = self.upright if phase == "retreat" else self.laid
@@ -791,7 +921,8 @@ class PickPlaceExpert:
 
 class AsideExpert(PickPlaceExpert):
     """Moves an object out from under where a drawer will stand once pulled open, before it is
-    pulled (``(aside OBJECT DRAWER_REGION)``, planned, never in a goal): along the world axis
+    pulled (``(aside OBJECT DRAWER_REGION)``, planned, never in a goal), unless the hand, tilted,
+    will take it from under the opened drawer (done at once then): along the world axis
     that clears it with the shortest move to a place no other body stands in (the shortest of
     all, should none be free), ``ASIDE_GAP`` beyond the opened drawer."""
 
@@ -800,8 +931,38 @@ class AsideExpert(PickPlaceExpert):
         self.spot = Box(np.zeros(3), np.zeros(3))
 
     def _plan(self) -> None:
+        if self._taken_from_under():  # nothing to move: done at once
+            self.phase, self.count = self.PHASES.index("retreat"), 6
+            return
         self.spot = self._spot()  # clear of the other bodies, then the move to it planned
         super()._plan()
+
+    def _taken_from_under(self) -> bool:
+        """Whether, the drawer pulled open, the object will be taken from under it (``_under``),
+        wherever in its open range the pull leaves it: planned with the drawer's joint set to
+        each end of the range for the moment (kinematics only, then set back), so it is not
+        moved aside at all. (libero_90/8: planned at the range's middle only, the drawer left a
+        few millimetres off it put 4 of 14 such grasps in the hand's way.)"""
+        sim = self.env.sim
+        model, data = sim.model._model, sim.data._data
+        name, _ = joint_goal(self.env, self.target, "default_open_ranges")
+        parent = self.env.object_sites_dict[self.target].parent_name
+        span = self.env.get_object(parent).object_properties["articulation"]["default_open_ranges"]
+        address = model.jnt_qposadr[sim.model.joint_name2id(name)]
+        closed = float(data.qpos[address])
+        try:
+            for opened in span:
+                data.qpos[address] = opened
+                mujoco.mj_kinematics(model, data)
+                step = PickPlaceExpert(self.env, ("in", self.obj, self.target))
+                step.excluded = self.excluded
+                step._plan()
+                if step.under is None:
+                    return False
+            return True
+        finally:
+            data.qpos[address] = closed
+            mujoco.mj_kinematics(model, data)
 
     def holds(self) -> bool:
         return True  # done once let go; the step after it checks its own predicate

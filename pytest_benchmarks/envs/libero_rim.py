@@ -21,6 +21,7 @@ from collections.abc import Collection
 from typing import Any
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from pytest_benchmarks.envs.libero_motion import collides
 
@@ -44,6 +45,12 @@ RIM_STEP = np.pi / 12  # the steps in which the grasp goes round the rim
 #: across the 2.5 cm bar, and the pan hangs on.
 HANDLE_STEP = 0.005
 HANDLE_TURNS = np.radians([0.0, 15.0, -15.0, 30.0, -30.0])
+#: Traced (libero_goal/3: the top drawer, pulled open, stands 10 cm over half the bowl): pointing
+#: straight down, the hand (25 cm tall with the wrist) meets the drawer wherever round the rim it
+#: closes; tilted 20-30 degrees, its wrist leaning back out from under, it does not. The tilts
+#: tried (radians), and how far back along its own axis the tilted hand comes in from.
+UNDER_TILTS = np.radians([15.0, 20.0, 25.0, 30.0, 35.0])
+REACH_IN = 0.10
 
 
 class Scene:
@@ -95,19 +102,26 @@ def site_frame(line: np.ndarray) -> np.ndarray:
     return np.stack([x, np.cross(z, x), z], axis=1)
 
 
-def fingers_meet(scene: Scene, grasp: np.ndarray, line: np.ndarray) -> bool:
-    """Whether the open fingers, about ``grasp`` along ``line``, meet a geom."""
-    frame = site_frame(line)
+def fingers_meet(
+    scene: Scene, grasp: np.ndarray, line: np.ndarray, tilt: np.ndarray | None = None
+) -> bool:
+    """Whether the open fingers, about ``grasp`` along ``line``, meet a geom; ``tilt`` (a world
+    rotation matrix) turns the hand from pointing straight down."""
+    frame = site_frame(line) if tilt is None else tilt @ site_frame(line)
     centre, half = FINGER
     return any(
         scene.meets(grasp + frame @ (centre * [side, 1.0, 1.0]), frame, half) for side in (1, -1)
     )
 
 
-def gripper_meets(scene: Scene, grasp: np.ndarray, line: np.ndarray) -> bool:
-    """Whether the open gripper (fingers, hand, wrist) about ``grasp`` meets a geom."""
-    frame = site_frame(line)
-    return fingers_meet(scene, grasp, line) or scene.meets(grasp + frame @ HAND[0], frame, HAND[1])
+def gripper_meets(
+    scene: Scene, grasp: np.ndarray, line: np.ndarray, tilt: np.ndarray | None = None
+) -> bool:
+    """Whether the open gripper (fingers, hand, wrist) about ``grasp`` meets a geom; ``tilt``
+    as in ``fingers_meet``."""
+    frame = site_frame(line) if tilt is None else tilt @ site_frame(line)
+    hand = scene.meets(grasp + frame @ HAND[0], frame, HAND[1])
+    return hand or fingers_meet(scene, grasp, line, tilt)
 
 
 def round_the_rim(
@@ -155,4 +169,38 @@ def along_the_handle(
             point = centre + along * k * HANDLE_STEP
             if not gripper_meets(scene, point, turned):
                 return turned, point
+    return None
+
+
+def under_the_rim(
+    scene: Scene,
+    centre: np.ndarray,
+    radius: float,
+    height: float,
+    line: np.ndarray,
+    away: np.ndarray,
+    over: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """A rim grasp under what overhangs the object (a drawer pulled open over half a bowl):
+    the hand tilted by one of ``UNDER_TILTS``, its fingertips toward ``away`` (a horizontal unit
+    vector, from the arm's base) so that its wrist leans out from under, on the rim nearest
+    round from the one along ``line``, where the open gripper meets nothing at the grasp, on
+    its way in along its own axis from ``REACH_IN`` back, and straight above that up to
+    ``over``. The finger line, the grasp and the tilt (a world rotation matrix); None where
+    nothing is clear."""
+    axis = np.cross([0.0, 0.0, -1.0], [away[0], away[1], 0.0])
+    axis /= np.linalg.norm(axis)
+    start = float(np.arctan2(line[1], line[0]))
+    turns = [0.0] + [s * k * RIM_STEP for k in range(1, round(np.pi / RIM_STEP)) for s in (1, -1)]
+    for angle in UNDER_TILTS:
+        tilt = Rotation.from_rotvec(axis * angle).as_matrix()
+        for turn in turns:
+            out = np.array([np.cos(start + turn), np.sin(start + turn), 0.0])
+            grasp = np.array([*(centre[:2] + out[:2] * (radius - RIM_IN)), height])
+            pointing = (tilt @ site_frame(out))[:, 2]
+            entry = grasp - pointing * REACH_IN
+            way = [grasp - pointing * d for d in np.arange(0.0, REACH_IN + 1e-9, 0.01)]
+            way += [entry + np.array([0.0, 0.0, h]) for h in np.arange(0.01, over - entry[2], 0.01)]
+            if not any(gripper_meets(scene, point, out, tilt) for point in way):
+                return out, grasp, tilt
     return None
