@@ -232,9 +232,9 @@ class PickPlaceExpert:
         elif (under := self._under(box, across, overhead)) is not None:
             # Under what overhangs it (a drawer pulled open over half a bowl): the hand tilted,
             # its wrist leaning out from under, in and out along its own axis.
-            self.line, self.grasp, tilt = under
+            self.line, self.grasp, tilt, over = under
             self.turned, self.steer = False, True
-            self._tilted_way(box, overhead, tilt)
+            self._tilted_way(box, over, tilt)
         self.below_grasp = self.grasp[2] - box.low[2]  # object bottom under the fingers
         self.over_beside = self._over_beside(bodies, overhead)
         # The body the step before placed its object on or in (the basket it has just filled),
@@ -258,7 +258,9 @@ class PickPlaceExpert:
         self.origin_goal = self._lands(box) + self.shift if self.by_handle else None
         self.last_eef = np.zeros(3)
         self.steer = self.steer or self.place_line is not self.line
-        self.tilted = self.under if self.under is not None else None if self.steer else self._tilt()
+        self.tilted = self.under
+        if self.tilted is None and not self.steer:
+            self.tilted = self._tilt()
         self.laid = None if self.steer else self._lay(box)
         self.way = self._way(bodies)
         self.over_way = self._over_way(box, bodies)
@@ -268,9 +270,10 @@ class PickPlaceExpert:
 
     def _under(
         self, box: Box, across: int, overhead: list[Box]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[Box]] | None:
         """``libero_rim.under_the_rim`` where something overhead stands over the object and the
-        hand pointing straight down at the usual rim grasp meets the scene; None otherwise."""
+        hand pointing straight down at the usual rim grasp meets the scene, with the parts that
+        overhang it; None otherwise."""
         over = [p for p in overhead if _overlap(p, box)]
         if not over or box.size[across] <= GRIPPER_SPAN:
             return None
@@ -281,9 +284,10 @@ class PickPlaceExpert:
         top = max(p.high[2] for p in over) + OVER
         radius = box.size[across] / 2
         away = away / np.linalg.norm(away)
-        return under_the_rim(scene, box.centre, radius, self.grasp[2], self.line, away, top)
+        found = under_the_rim(scene, box.centre, radius, self.grasp[2], self.line, away, top)
+        return None if found is None else (*found, over)
 
-    def _tilted_way(self, box: Box, overhead: list[Box], tilt: np.ndarray) -> None:
+    def _tilted_way(self, box: Box, over: list[Box], tilt: np.ndarray) -> None:
         """The tilted hand's orientation and way, for a grasp from ``_under``: down over the
         place ``REACH_IN`` back along its axis from the grasp (from the height that clears what
         overhangs), in along its axis; out with the object in one straight move, back along its
@@ -296,7 +300,6 @@ class PickPlaceExpert:
         now = self.grip.orientation()
         options = [Rotation.from_matrix(f) for f in (frame, turned)]
         self.under = min(options, key=lambda o: float(np.linalg.norm((o * now.inv()).as_rotvec())))
-        over = [p for p in overhead if _overlap(p, box)]
         entry = self.grasp - pointing * REACH_IN
         top = max(p.high[2] for p in over) + OVER
         self.way_in = [np.array([entry[0], entry[1], max(top, entry[2])]), entry]
@@ -598,17 +601,15 @@ class PickPlaceExpert:
         mine = body_tree(self.env.sim.model._model, into) if into is not None else set()
         tops = []
         for f in np.linspace(0.0, 1.0, 21):
-            shift = f * (place - box.centre[:2])
-            low, high_xy = box.low[:2] + shift, box.high[:2] + shift
+            shift = np.array([*(f * (place - box.centre[:2])), 0.0])
+            moved = Box(box.low + shift, box.high + shift)
             for body, parts in bodies.items():
                 if body in mine:
                     continue
                 tops.extend(
                     part.high[2]
                     for part in parts
-                    if part.low[2] < bottom < part.high[2]
-                    and np.all(part.low[:2] < high_xy)
-                    and np.all(part.high[:2] > low)
+                    if part.low[2] < bottom < part.high[2] and _overlap(part, moved)
                 )
         return max(tops, default=-np.inf) + OVER + self.below_grasp
 
