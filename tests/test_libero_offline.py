@@ -187,7 +187,17 @@ def test_rollout(evaluate):
                                  "libero/libero_spatial/0 *0/1*15.0*"])  # fmt: skip
 
 
+#: A conftest that leaves libero_90/6 out as a task the expert is known to fail: the expert covers
+#: all 130, so the collection-time skip is exercised on an entry the test adds.
+LEFT_OUT = """
+from pytest_benchmarks.envs import libero_expert
+
+libero_expert.CANNOT[("libero_90", 6)] = "left out by this test's conftest"
+"""
+
+
 def test_expert_based_policies_skip_tasks_without_an_expert(pytester: pytest.Pytester):
+    pytester.makeconftest(LEFT_OUT)
     pytester.makepyfile(
         test_lib="""
 import pytest
@@ -204,7 +214,7 @@ def test_rollout(evaluate):
         )  # fmt: skip
         result.assert_outcomes(skipped=1)
         result.stdout.fnmatch_lines(
-            ["*libero/libero_90/6: no scripted expert: the bottom drawer's handle is 4.5 cm above*"]
+            ["*libero/libero_90/6: no scripted expert: left out by this test's conftest*"]
         )
 
 
@@ -231,21 +241,17 @@ def test_scripted_expert_covers_pick_and_place_goals_from_bddl():
         suite: sum(benchmark.scripted_missing(t) is None for t in benchmark.select([suite]))
         for suite in ("libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90")
     }
-    # Goals the expert plans but is known to fail are left out, with why (README's 129 of 130).
+    # README's 130 of 130: none planned and known to fail is left out.
     assert covered == {
         "libero_spatial": 10,
         "libero_object": 10,
         "libero_goal": 10,
         "libero_10": 10,
-        "libero_90": 89,
+        "libero_90": 90,
     }
     assert benchmark.scripted_missing(benchmark.select(["libero_goal/3"])[0]) is None
-    bar = benchmark.select(["libero_90/6"])[0]
-    assert benchmark.scripted_missing(bar) == (
-        "no scripted expert: the bottom drawer's handle is 4.5 cm above the table: the hand, "
-        "turned upright to straddle it, meets the table and the bowl standing before the drawer "
-        "(0/3 measured)"
-    )
+    low = benchmark.select(["libero_90/6"])[0]  # a drawer dragged open by its handle's top
+    assert benchmark.scripted_missing(low) is None
     drawer = benchmark.select(["libero_goal/0"])[0]  # a drawer pulled open by its handle
     assert benchmark.scripted_missing(drawer) is None
     door = benchmark.select(["libero_90/35"])[0]  # the microwave's door swung open
@@ -732,6 +738,39 @@ def test_a_bowl_under_the_opened_drawer_is_taken_with_the_hand_tilted():
         assert not touched
 
 
+def test_a_drawer_whose_handle_is_too_low_to_take_is_dragged_open_by_its_top():
+    """libero_90/6: the bottom drawer's handle is 4.6 cm above the table, 5.3 cm under the middle
+    drawer's. The hand turned upright about it would reach into the table, so the closed fingers
+    press on the bar's top and drag it out: every touch of the drawer is from above (none that
+    pinches or hooks the bar), the bowl before the drawer stays where it stood, and LIBERO's own
+    check ends the episode within the suite's steps. libero_goal/0's middle drawer is pulled by
+    its handle as before."""
+    from pytest_benchmarks.envs.libero_drag_expert import HandleDragExpert, handle_too_low
+    from pytest_benchmarks.envs.libero_tasks import MAX_STEPS
+
+    with expert_episode("libero_goal/0", 10) as (env, _):
+        assert not handle_too_low(env._env.env, "wooden_cabinet_1_middle_region")
+    with expert_episode("libero_90/6", MAX_STEPS["libero_90"]) as (env, obs):
+        (drag,) = env._expert.steps
+        assert isinstance(drag, HandleDragExpert)
+        problem = env._env.env
+        model, data = problem.sim.model._model, problem.sim.data._data
+        bowl = problem.obj_body_id["akita_black_bowl_1"]
+        standing = data.xpos[bowl].copy()
+        fingers = {problem.sim.model.body_name2id(f"gripper0_{s}finger") for s in ("left", "right")}
+        normals = []
+
+        def watch() -> None:
+            for contact in data.contact[: data.ncon]:
+                pair = {model.geom_bodyid[contact.geom1], model.geom_bodyid[contact.geom2]}
+                if drag.body in pair and pair & fingers:
+                    normals.append(abs(float(contact.frame[2])))
+
+        assert run_expert(env, obs, MAX_STEPS["libero_90"], watch)
+        assert normals and min(normals) > 0.9  # pressed on from above, never hooked or pinched
+        assert float(np.linalg.norm(data.xpos[bowl] - standing)) < 0.005
+
+
 def test_a_bowl_the_drawer_would_overhang_is_moved_out_of_its_way_first():
     """libero_90/8: the top drawer, pulled open, would stand over the bowl to be put in it. The
     plan moves the bowl first, clear of where the drawer will stand, then pulls the drawer and
@@ -970,6 +1009,7 @@ def test_the_second_moka_pot_goes_beside_the_first_on_the_one_stove():
 def test_scripted_expert_succeeds_through_pytest(pytester: pytest.Pytester):
     """One state-only episode of the scripted expert per suite, through the harness; a task it
     does not cover is skipped at collection with the reason."""
+    pytester.makeconftest(LEFT_OUT)
     pytester.makepyfile(
         """
 import pytest
@@ -988,7 +1028,7 @@ def test_success_rate(evaluate):
     )  # fmt: skip
     result.assert_outcomes(passed=3, skipped=1)
     result.stdout.fnmatch_lines(
-        ["*libero/libero_90/6: no scripted expert: the bottom drawer's handle is 4.5 cm above *"]
+        ["*libero/libero_90/6: no scripted expert: left out by this test's conftest*"]
     )
     document = json.loads((pytester.path / "benchmark-results" / "metrics.json").read_text())
     assert {r["id"]: r["successes"] for r in document["results"]} == {

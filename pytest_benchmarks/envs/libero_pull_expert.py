@@ -35,18 +35,33 @@ BACK_OFF = 0.08  # metres the hand backs off along the slide after letting go
 TURNED = 0.05  # radians of orientation error that still count as turned
 
 
-def opened_box(env: Any, region: str) -> tuple[Box, np.ndarray]:
-    """Where a drawer's box will stand once pulled open to the middle of its open range, and
-    the direction it opens in (a world unit vector)."""
+def opening(env: Any, region: str) -> tuple[int, np.ndarray, float]:
+    """A drawer's slide joint, the direction its front moves in as it opens (a world unit
+    vector), and how far it moves to the middle of its open range (metres)."""
     sim = env.sim
     model, data = sim.model._model, sim.data._data
     name, goal = joint_goal(env, region, "default_open_ranges")
     joint = sim.model.joint_name2id(name)
     qpos = float(data.qpos[model.jnt_qposadr[joint]])
-    out = np.sign(goal - qpos) * np.array(data.xaxis[joint])
-    box = body_box(sim, int(model.jnt_bodyid[joint]), affinity=True)
-    travel = abs(goal - qpos) * out
-    return Box(box.low + travel, box.high + travel), out
+    sign = 1.0 if goal > qpos else -1.0
+    return joint, sign * np.array(data.xaxis[joint]), abs(goal - qpos)
+
+
+def handle_box(model: Any, data: Any, body: int, out: np.ndarray) -> Box:
+    """A drawer's handle: its collision geom that stands farthest out along ``out``."""
+    boxes = geom_boxes(model, data, {body}, affinity=True)
+    if not boxes:
+        raise ValueError(f"{model.body(body).name}: the drawer has no collision geoms to take")
+    reach = [float(np.maximum(b.low * out, b.high * out).sum()) for b in boxes]
+    return boxes[int(np.argmax(reach))]
+
+
+def opened_box(env: Any, region: str) -> tuple[Box, np.ndarray]:
+    """Where a drawer's box will stand once pulled open to the middle of its open range, and
+    the direction it opens in (a world unit vector)."""
+    joint, out, travel = opening(env, region)
+    box = body_box(env.sim, int(env.sim.model._model.jnt_bodyid[joint]), affinity=True)
+    return Box(box.low + travel * out, box.high + travel * out), out
 
 
 class HandlePullExpert:
@@ -57,20 +72,16 @@ class HandlePullExpert:
     def __init__(self, env: Any, goal: tuple[str, ...]) -> None:
         self.env = env  # LIBERO's problem env (ControlEnv.env)
         self.kind, self.obj = goal
-        self.joint_name, self.goal_qpos = joint_goal(env, self.obj, "default_open_ranges")
+        joint_goal(env, self.obj, "default_open_ranges")  # a region with no joint fails here
 
     def reset(self) -> None:
         sim = self.env.sim
         model, data = sim.model._model, sim.data._data
-        self.joint = sim.model.joint_name2id(self.joint_name)
+        self.joint, self.out, self.travel = opening(self.env, self.obj)
         if int(model.jnt_type[self.joint]) != SLIDE:
             raise ValueError(f"{self.obj}: only drawers (slide joints) are pulled open")
         self.body = int(model.jnt_bodyid[self.joint])
-        qpos = float(data.qpos[model.jnt_qposadr[self.joint]])
-        sign = 1.0 if self.goal_qpos > qpos else -1.0
-        self.out = sign * np.array(data.xaxis[self.joint])  # where the front moves as it opens
-        self.travel = abs(self.goal_qpos - qpos)
-        handle = self._handle(model, data)
+        handle = handle_box(model, data, self.body, self.out).centre
         rotation = data.xmat[self.body].reshape(3, 3)
         self.local = rotation.T @ (handle - data.xpos[self.body])
         # Fingers closing along the slide, then the hand pitched a quarter about the line across
@@ -87,14 +98,6 @@ class HandlePullExpert:
         self.phase, self.count, self.pulled_from = 0, 0, handle
         if self.holds():  # already open: nothing to pull, released at once
             self.phase, self.count = len(self.PHASES) - 1, 41
-
-    def _handle(self, model: Any, data: Any) -> np.ndarray:
-        """The centre of the drawer's collision geom that stands farthest out along ``out``."""
-        boxes = geom_boxes(model, data, {self.body}, affinity=True)
-        if not boxes:
-            raise ValueError(f"{self.obj}: the drawer has no collision geoms to pull by")
-        reach = [float(np.maximum(b.low * self.out, b.high * self.out).sum()) for b in boxes]
-        return boxes[int(np.argmax(reach))].centre
 
     def _point(self) -> np.ndarray:
         data = self.env.sim.data._data
