@@ -771,6 +771,35 @@ def test_a_drawer_whose_handle_is_too_low_to_take_is_dragged_open_by_its_top():
         assert float(np.linalg.norm(data.xpos[bowl] - standing)) < 0.005
 
 
+def test_an_object_too_long_to_take_turned_is_turned_a_quarter_on_its_way_into_a_drawer():
+    """libero_90/5, episode 4: the pudding (8 cm along x, 4.6 along y) into the open top drawer,
+    where the hand with its fingers along y would meet the cabinet. Turned to fingers along x,
+    the open fingers (7.5 cm) cannot take it: it is taken along y and turned a quarter as it is
+    carried, its origin steered to its place, and LIBERO's own check ends the episode (before,
+    the turned hand closed on its end and never lifted it)."""
+    from scipy.spatial.transform import Rotation
+
+    from pytest_benchmarks.envs.libero_motion import body_box
+    from pytest_benchmarks.envs.libero_pick_expert import ALONG_X, ALONG_Y, GRIPPER_SPAN
+    from pytest_benchmarks.envs.libero_tasks import MAX_STEPS
+
+    with expert_episode("libero_90/5", MAX_STEPS["libero_90"], index=4) as (env, obs):
+        problem = env._env.env
+        pull, pick = env._expert.steps[:2]
+        assert pull.holds()  # the drawer stands open: the plan goes on to the pick at once,
+        pick.reset()  # planned as here
+        body = problem.obj_body_id[pick.obj]
+        box = body_box(problem.sim, body)
+        assert box.size[0] > GRIPPER_SPAN >= box.size[1]
+        assert pick.quarter is not None and not pick.turned
+        assert pick.line is ALONG_Y and pick.place_line is ALONG_X
+        before = Rotation.from_matrix(problem.sim.data._data.xmat[body].reshape(3, 3))
+        assert run_expert(env, obs, MAX_STEPS["libero_90"])
+        after = Rotation.from_matrix(problem.sim.data._data.xmat[body].reshape(3, 3))
+        yaw = abs(float((after * before.inv()).as_euler("xyz")[2]))
+        assert abs(yaw - np.pi / 2) < 0.3
+
+
 def test_a_bowl_the_drawer_would_overhang_is_moved_out_of_its_way_first():
     """libero_90/8: the top drawer, pulled open, would stand over the bowl to be put in it. The
     plan moves the bowl first, clear of where the drawer will stand, then pulls the drawer and

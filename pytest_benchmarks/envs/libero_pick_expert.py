@@ -185,11 +185,19 @@ class PickPlaceExpert:
         # place moved out along the drawer as far as its region allows, should that clear it.
         hits = [self._hits(overhead, self._grasp_point(box, a), a) for a in (0, 1)]
         out = [np.zeros(2), np.zeros(2)]
+        #: Where the hand turns a quarter on its way, to fingers along x at the place: the shift
+        #: of the place out along the drawer; None where it does not.
+        self.quarter: np.ndarray | None = None
         if getattr(self.env.object_sites_dict.get(self.target), "joints", None):
             clear = [self._drawer_place(box, bodies, a) for a in (0, 1)]
             hits = [hit or clear[a] is None for a, hit in enumerate(hits)]
             out = [np.zeros(2) if shift is None else shift for shift in clear]
-        self.turned = hits[1] and not hits[0]
+            if hits[1] and not hits[0] and box.size[0] > GRIPPER_SPAN >= box.size[1]:
+                # The hand would turn, and along x the object is too long to take (libero_90/5's
+                # pudding, 8 cm): taken along y, turned a quarter as it is carried, the hand
+                # over its centre at the place.
+                self.quarter = self._drawer_place(box, bodies, 0, taken=1)
+        self.turned = hits[1] and not hits[0] and self.quarter is None
         self.fingers = FingerAxis(self.env)
         self.line = ALONG_X if self.turned else ALONG_Y
         # Turn only when needed (a turned object, or a hand a step before left turned), so a
@@ -249,13 +257,19 @@ class PickPlaceExpert:
         self.offset_xy = self.grasp[:2] - box.centre[:2]
         self.base = np.array([*own.centre[:2], own.low[2]])  # its bottom face's centre, its frame
         self.place_line, self.slot = self._slot(own)
+        if self.quarter is not None:
+            self.place_line = ALONG_X
         # How far off its usual place the object goes: beside what stands on the region,
         # out along a drawer.
-        self.shift = self._beside(box) + out[0 if self.turned else 1]
+        self.shift = self._beside(box) + (
+            out[0 if self.turned else 1] if self.quarter is None else self.quarter
+        )
         # Taken by its handle, the object swings in the fingers as it is carried, its origin (what
         # LIBERO's checks read) well off its box's centre: it is steered by its origin to where
         # the box's centre would put it, and no farther than the region allows (``_beside``).
-        self.origin_goal = self._lands(box) + self.shift if self.by_handle else None
+        # So is an object turned a quarter on its way: its centre turns about the fingers.
+        turns = self.by_handle or self.quarter is not None
+        self.origin_goal = self._lands(box) + self.shift if turns else None
         self.last_eef = np.zeros(3)
         self.steer = self.steer or self.place_line is not self.line
         self.tilted = self.under
@@ -525,13 +539,15 @@ class PickPlaceExpert:
         return handle if out[id(handle)] > body_reach + HANDLE_OUT else None
 
     def _drawer_place(
-        self, box: Box, bodies: dict[int, list[Box]], across: int
+        self, box: Box, bodies: dict[int, list[Box]], across: int, taken: int | None = None
     ) -> np.ndarray | None:
         """How far out along the drawer (toward its open end) the object goes so that the hand,
         holding it as it takes it closing along ``across``, meets no body standing above it once
         lowered in (the white cabinet's face and the handle above its open bottom drawer): none
         where its usual place is clear, the least that clears it while the object's origin stays
-        ``REGION_MARGIN`` inside the drawer's region; None where nothing does."""
+        ``REGION_MARGIN`` inside the drawer's region; None where nothing does. ``taken``: the
+        axis it was taken closing along, where the hand turns a quarter on its way (the grasp
+        point is that axis's)."""
         sim = self.env.sim
         data = sim.data._data
         target, _ = self._target()
@@ -539,7 +555,7 @@ class PickPlaceExpert:
         low = np.array([*(target.centre[:2] - half), target.high[2]])
         standing = Box(low, low + box.size)
         overhead = self._overhead(standing, bodies)
-        at = target.centre + self._grasp_point(box, across) - box.centre
+        at = target.centre + self._grasp_point(box, across if taken is None else taken) - box.centre
         site = self.env.object_sites_dict[self.target]
         joint = sim.model.joint_name2id(next(iter(site.joints)))
         axis = np.array(data.xaxis[joint][:2])
