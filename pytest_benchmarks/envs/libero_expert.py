@@ -3,7 +3,8 @@
 A goal is one or more predicates: pick-and-place ``(On OBJECT TARGET)`` or ``(In OBJECT
 REGION)``; a push of an articulated object, ``(Close DRAWER_REGION)``, ``(Close microwave_1)``,
 ``(TurnOn flat_stove_1)``, ``(TurnOff flat_stove_1)`` (``libero_joint_expert``); or a pull by a
-handle, a drawer's, ``(Open DRAWER_REGION)`` (``libero_pull_expert``), or the microwave's door's,
+handle, a drawer's, ``(Open DRAWER_REGION)`` (``libero_pull_expert``; dragged by its top where it
+stands too low for the upright hand, ``libero_drag_expert``), or the microwave's door's,
 ``(Open microwave_1)`` (``libero_door_expert``). It is read from the task's BDDL file
 (``goal_of`` needs no LIBERO import, so collection can tell which tasks are covered). Several
 predicates are done one after another (``plan_order``: an object another step places something on

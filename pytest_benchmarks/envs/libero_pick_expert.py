@@ -12,7 +12,9 @@ body standing wholly above the object (a cabinet's top) lies in that footprint a
 footprint turned a quarter, the hand turns so that its fingers close along x, and the grasp is
 on the rim nearer the robot. Into a drawer the same holds at the place, with the hand as it will
 hold the object there (the white cabinet's face above its open bottom drawer), each way's place
-moved out along the drawer, as far as its region allows, until it is clear. Where something
+moved out along the drawer, as far as its region allows, until it is clear; an object the turned
+hand cannot take, longer along x than the open fingers (a pudding box), is taken along y and
+turned a quarter as it is carried, steered by its origin. Where something
 standing beside a narrow object rises into the hand's footprint (a bottle beside a flat box),
 the grasp slides along the object's length to the nearest place clear of it, and where no place
 square across it is clear, to the nearest one turned off square (``libero_rim``); the hand comes
