@@ -800,6 +800,34 @@ def test_an_object_too_long_to_take_turned_is_turned_a_quarter_on_its_way_into_a
         assert abs(yaw - np.pi / 2) < 0.3
 
 
+def test_a_hand_held_up_by_the_arm_on_a_cabinet_top_leans_away_and_comes_down_again():
+    """libero_90/30, episode 2: the bowl stands 4.5 cm beside the white cabinet, whose top is
+    10-17 cm over its rim. Coming down to the rim, the arm's forearm rests on the cabinet's top
+    with the fingers 3 cm short of the grasp; the hand rises and comes down again tilted about
+    its finger line, fingertips toward the cabinet, and LIBERO's own check ends the episode.
+    Episode 0's bowl stands 2.6 cm farther off: the arm touches nothing, the hand never tilts."""
+    from pytest_benchmarks.envs.libero_pick_expert import LEAN
+    from pytest_benchmarks.envs.libero_tasks import MAX_STEPS
+
+    leaned = {}
+    for index in (2, 0):
+        with expert_episode("libero_90/30", MAX_STEPS["libero_90"], index) as (env, obs):
+            (pick,) = env._expert.steps
+            assert pick.tilted is None
+            assert run_expert(env, obs, MAX_STEPS["libero_90"])
+            leaned[index] = pick.tilted
+            if pick.tilted is not None:
+                cabinet = env._env.env.sim.data.body_xpos[
+                    env._env.env.obj_body_id["white_cabinet_1"]
+                ]
+                tips = pick.tilted.apply(
+                    [0.0, 0.0, 1.0]
+                )  # the grip site's z: toward the fingertips
+                assert float(np.arccos(-tips[2])) == pytest.approx(LEAN, abs=1e-6)
+                assert tips[:2] @ (cabinet[:2] - pick.grasp[:2]) > 0
+    assert leaned[2] is not None and leaned[0] is None
+
+
 def test_a_bowl_the_drawer_would_overhang_is_moved_out_of_its_way_first():
     """libero_90/8: the top drawer, pulled open, would stand over the bowl to be put in it. The
     plan moves the bowl first, clear of where the drawer will stand, then pulls the drawer and
