@@ -786,8 +786,8 @@ def test_an_object_too_long_to_take_turned_is_turned_a_quarter_on_its_way_into_a
     with expert_episode("libero_90/5", MAX_STEPS["libero_90"], index=4) as (env, obs):
         problem = env._env.env
         pull, pick = env._expert.steps[:2]
-        assert pull.holds()  # the drawer stands open: the plan goes on to the pick at once,
-        pick.reset()  # planned as here
+        assert pull.holds()  # the drawer stands open: the plan goes on to the pick at once
+        pick.reset()  # and plans it as here
         body = problem.obj_body_id[pick.obj]
         box = body_box(problem.sim, body)
         assert box.size[0] > GRIPPER_SPAN >= box.size[1]
@@ -820,9 +820,8 @@ def test_a_hand_held_up_by_the_arm_on_a_cabinet_top_leans_away_and_comes_down_ag
                 cabinet = env._env.env.sim.data.body_xpos[
                     env._env.env.obj_body_id["white_cabinet_1"]
                 ]
-                tips = pick.tilted.apply(
-                    [0.0, 0.0, 1.0]
-                )  # the grip site's z: toward the fingertips
+                # The grip site's z axis points toward the fingertips.
+                tips = pick.tilted.apply([0.0, 0.0, 1.0])
                 assert float(np.arccos(-tips[2])) == pytest.approx(LEAN, abs=1e-6)
                 assert tips[:2] @ (cabinet[:2] - pick.grasp[:2]) > 0
     assert leaned[2] is not None and leaned[0] is None

@@ -172,7 +172,13 @@ class PickPlaceExpert:
         self.after: str | None = None
 
     def reset(self) -> None:
-        self.excluded = self._excluded()
+        self.robot = self._robot()
+        self.arm = {
+            b for b in self.robot if self.env.sim.model.body_id2name(b).startswith(ARM_LINKS)
+        }
+        self.excluded = self.robot | body_tree(
+            self.env.sim.model._model, self.env.obj_body_id[self.obj]
+        )
         self._plan()
 
     def _plan(self) -> None:
@@ -359,16 +365,14 @@ class PickPlaceExpert:
         sim = self.env.sim
         return Scene.of(sim.model._model, sim.data._data, self.excluded)
 
-    def _excluded(self) -> set[int]:
-        """The robot's bodies and the object's (``self.excluded``, worked out once per reset)."""
+    def _robot(self) -> set[int]:
+        """The robot's bodies (arm, hand, mount), worked out once per reset."""
         sim = self.env.sim
-        model = sim.model._model
-        robot = {
+        return {
             body
-            for body in range(model.nbody)
+            for body in range(sim.model._model.nbody)
             if (sim.model.body_id2name(body) or "").startswith(ROBOT_PARTS)
         }
-        return robot | body_tree(model, self.env.obj_body_id[self.obj])
 
     def _from_base(self) -> np.ndarray:
         """The horizontal vector from the arm's base to the grasp."""
@@ -415,13 +419,10 @@ class PickPlaceExpert:
 
     def _arm_touch(self) -> np.ndarray | None:
         """Where one of the arm's links (not the hand) touches something not the robot's."""
-        sim = self.env.sim
-        model, data = sim.model._model, sim.data._data
+        model, data = self.env.sim.model._model, self.env.sim.data._data
         for contact in data.contact[: data.ncon]:
-            names = [sim.model.body_id2name(model.geom_bodyid[g]) or "" for g in
-                     (contact.geom1, contact.geom2)]  # fmt: skip
-            arm = [name.startswith(ARM_LINKS) for name in names]
-            if any(arm) and not all(name.startswith(ROBOT_PARTS) for name in names):
+            pair = {int(model.geom_bodyid[contact.geom1]), int(model.geom_bodyid[contact.geom2])}
+            if pair & self.arm and not pair <= self.robot:
                 return np.array(contact.pos)
         return None
 
