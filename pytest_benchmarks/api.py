@@ -114,7 +114,7 @@ def evaluate(
         benchmark = catalog.get(name)
         for task in selected:
             config = settings.env_config(task)
-            env = LazyVectorEnv(config, slots, sync)
+            env = LazyVectorEnv(benchmark, config, slots, sync=sync)
             processors = benchmark.processors(config)
             try:
                 result = evaluate_task(
@@ -128,11 +128,11 @@ def evaluate(
                         device,
                         processors.features,
                     ),
-                    processors,
-                    seed,
-                    range(episodes),
-                    lambda r: None,
-                    recorder=recorder_for(settings, task, processors),
+                    processors=processors,
+                    seed=seed,
+                    episodes=range(episodes),
+                    record=lambda r: None,
+                    recorder=recorder_for(settings, benchmark, task, processors),
                 )
             finally:
                 env.close()

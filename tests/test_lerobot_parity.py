@@ -57,8 +57,10 @@ def harness(folder: Path, task_name: str, episode: int) -> dict[str, Any]:
         return actions
 
     policy.act = recording_act  # type: ignore[method-assign]
-    env = LazyVectorEnv(config, 1, sync=True)
-    result = evaluate_task(env, policy, processors, SEED, [episode], lambda r: None)
+    env = LazyVectorEnv(benchmark, config, 1, sync=True)
+    result = evaluate_task(
+        env, policy, processors=processors, seed=SEED, episodes=[episode], record=lambda r: None
+    )
     assert result.error is None and result.episodes[0].steps == STEPS
     seen["init_state"] = result.episodes[0].init_state
     seen["seed"] = result.episodes[0].seed
@@ -127,7 +129,7 @@ LIBERO_SIZE = 64
 def test_libero_matches_lerobot_eval_step_for_step(tmp_path: Path):
     import gymnasium as gym
 
-    from pytest_benchmarks.envs.libero_setup import prepare
+    from pytest_benchmarks.envs.libero.setup import prepare
 
     prepare()  # LIBERO's config.yaml, so that importing libero.libero never prompts
     from lerobot.configs.policies import PreTrainedConfig
@@ -163,7 +165,12 @@ def test_libero_matches_lerobot_eval_step_for_step(tmp_path: Path):
 
     policy.act = recording_act  # type: ignore[method-assign]
     result = evaluate_task(
-        LazyVectorEnv(config, 1, sync=True), policy, processors, SEED, [2], lambda r: None
+        LazyVectorEnv(benchmark, config, 1, sync=True),
+        policy,
+        processors=processors,
+        seed=SEED,
+        episodes=[2],
+        record=lambda r: None,
     )
     assert result.error is None
     episode = result.episodes[0]
@@ -204,7 +211,10 @@ def test_libero_matches_lerobot_eval_step_for_step(tmp_path: Path):
 
 
 def test_lerobot_axis_angle_without_torch_agrees_with_torch():
-    from pytest_benchmarks.envs.libero import axis_angle_float32_numpy, axis_angle_float32_torch
+    from pytest_benchmarks.envs.libero.benchmark import (
+        axis_angle_float32_numpy,
+        axis_angle_float32_torch,
+    )
 
     rng = np.random.default_rng(0)
     quats = rng.normal(size=(256, 4))

@@ -16,7 +16,7 @@ import pytest
 
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.tasks import EnvConfig
-from pytest_benchmarks.envs import libero as lib
+from pytest_benchmarks.envs.libero import benchmark as lib
 
 pytestmark = pytest.mark.skipif(
     catalog.get("libero").missing() is not None, reason="pytest-benchmarks[libero] not installed"
@@ -35,7 +35,7 @@ def test_import_never_prompts(tmp_path, home):
     would fail with EOFError."""
     directory = str(tmp_path) if home == "empty" else "/proc/self/nonexistent"
     script = (
-        "from pytest_benchmarks.envs.libero_setup import prepare; prepare();"
+        "from pytest_benchmarks.envs.libero.setup import prepare; prepare();"
         "from libero.libero import benchmark, get_libero_path;"
         "print(get_libero_path('assets'))"
     )
@@ -66,7 +66,7 @@ def test_a_corrupt_config_of_the_users_own_is_one_line_naming_it(tmp_path, conte
     else:
         config.write_text(content)
     env = {**_clean_env(str(tmp_path)), "LIBERO_CONFIG_PATH": str(tmp_path)}
-    script = "from pytest_benchmarks.envs.libero_setup import prepare; prepare()"
+    script = "from pytest_benchmarks.envs.libero.setup import prepare; prepare()"
     done = subprocess.run(
         [sys.executable, "-c", script], env=env, stdin=subprocess.DEVNULL,
         capture_output=True, text=True, timeout=300, check=False,
@@ -81,7 +81,7 @@ def test_a_corrupt_config_of_the_users_own_is_one_line_naming_it(tmp_path, conte
 def test_setup_command_lays_down_the_config_and_loads_a_task(tmp_path):
     """What the LIBERO image runs at build time."""
     done = subprocess.run(
-        [sys.executable, "-m", "pytest_benchmarks.envs.libero_setup", "--check"],
+        [sys.executable, "-m", "pytest_benchmarks.envs.libero.setup", "--check"],
         env=_clean_env(str(tmp_path)), stdin=subprocess.DEVNULL,
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
@@ -92,7 +92,7 @@ def test_setup_command_lays_down_the_config_and_loads_a_task(tmp_path):
 
 
 def test_every_suite_matches_libero_and_has_50_initial_states():
-    from pytest_benchmarks.envs.libero_setup import prepare
+    from pytest_benchmarks.envs.libero.setup import prepare
 
     prepare()
     from libero.libero import benchmark
@@ -190,7 +190,7 @@ def test_rollout(evaluate):
 #: A conftest that leaves libero_90/6 out as a task the expert is known to fail: the expert covers
 #: all 130, so the collection-time skip is exercised on an entry the test adds.
 LEFT_OUT = """
-from pytest_benchmarks.envs import libero_expert
+from pytest_benchmarks.envs.libero.expert import plan as libero_expert
 
 libero_expert.CANNOT[("libero_90", 6)] = "left out by this test's conftest"
 """
@@ -231,8 +231,8 @@ def test_camera_renames_must_name_a_camera(pytester: pytest.Pytester):
 
 
 def test_scripted_expert_covers_pick_and_place_goals_from_bddl():
-    from pytest_benchmarks.envs.libero import bddl_path
-    from pytest_benchmarks.envs.libero_expert import goal_of, unsupported
+    from pytest_benchmarks.envs.libero.benchmark import bddl_path
+    from pytest_benchmarks.envs.libero.expert.plan import goal_of, unsupported
 
     benchmark = catalog.get("libero")
     spatial = benchmark.select(["libero_spatial/0"])[0]
@@ -271,7 +271,7 @@ def test_scripted_expert_covers_pick_and_place_goals_from_bddl():
 
 
 def test_a_plan_places_what_is_placed_on_first():
-    from pytest_benchmarks.envs.libero_expert import plan_order
+    from pytest_benchmarks.envs.libero.expert.plan import plan_order
 
     # libero_90/63: stack the left bowl on the right bowl, and the right bowl in the tray.
     stack = [("on", "bowl_1", "bowl_2"), ("in", "bowl_2", "tray_region")]
@@ -318,8 +318,8 @@ def test_a_drawer_to_be_filled_is_pulled_open_first_unless_it_is_open():
     """libero_90/2 names only the bowl in the top drawer, which LIBERO's initial states leave
     open: the plan starts with the pull, which is over at once, and the first action is the
     pick's own."""
-    from pytest_benchmarks.envs.libero_pick_expert import PickPlaceExpert
-    from pytest_benchmarks.envs.libero_pull_expert import HandlePullExpert
+    from pytest_benchmarks.envs.libero.expert.pick import PickPlaceExpert
+    from pytest_benchmarks.envs.libero.expert.pull import HandlePullExpert
 
     task = catalog.get("libero").select(["libero_90/2"])[0]
     env = lib.LiberoTaskEnv(EnvConfig(task, 10, 1000, obs="state", privileged=True))
@@ -339,7 +339,7 @@ def test_a_drawer_to_be_filled_is_pulled_open_first_unless_it_is_open():
 def test_the_finger_line_is_read_from_the_fingers_whatever_the_hands_yaw():
     """A push turns the hand; the step after it plans from the yaw the hand really has, and
     steering by the line brings a turned hand back along y."""
-    from pytest_benchmarks.envs.libero_motion import ON_LINE, FingerAxis, move
+    from pytest_benchmarks.envs.libero.expert.motion import ON_LINE, FingerAxis, move
 
     task = catalog.get("libero").select(["libero_90/0"])[0]
     env = lib.LiberoTaskEnv(EnvConfig(task, 100, 0, obs="state"))
@@ -365,7 +365,7 @@ def test_the_finger_line_is_read_from_the_fingers_whatever_the_hands_yaw():
 def first_step(name: str) -> tuple[Any, Any]:
     """The expert's one pick-and-place step of a task as planned at initial state 0, and the
     object's world box then."""
-    from pytest_benchmarks.envs.libero_motion import body_box
+    from pytest_benchmarks.envs.libero.expert.motion import body_box
 
     task = catalog.get("libero").select([name])[0]
     env = lib.LiberoTaskEnv(EnvConfig(task, 10, 1000, obs="state", privileged=True))
@@ -464,7 +464,7 @@ def test_a_drawer_under_an_overhanging_top_is_shut_by_a_leaned_push():
     upright, the forearm meets the top's edge and the drawer stops 4.5 cm open; the second push,
     the hand leaned forward into it by ``LEAN`` more, shuts it: LIBERO's own check ends the
     episode."""
-    from pytest_benchmarks.envs.libero_joint_expert import LEAN
+    from pytest_benchmarks.envs.libero.expert.joint import LEAN
 
     with expert_episode("libero_90/22", 400) as (env, obs):
         (push,) = env._expert.steps
@@ -487,7 +487,7 @@ def test_a_bowl_at_full_reach_to_go_a_little_back_is_taken_with_the_hand_tilted_
     12 cm back onto the bowl in the middle. Taken straight down, the carry stalled with the
     elbow at its limit and the bowl was let go beside its target (the episode failed); tilted,
     the elbow stays bent while it carries and LIBERO's own check ends the episode."""
-    from pytest_benchmarks.envs.libero_pick_expert import FAR_BACK, FAR_REACH
+    from pytest_benchmarks.envs.libero.expert.pick import FAR_BACK, FAR_REACH
 
     with expert_episode("libero_90/16", 400, index=1) as (env, obs):
         (pick,) = env._expert.steps
@@ -514,7 +514,7 @@ def test_a_mug_at_the_arms_full_reach_is_taken_with_the_hand_tilted():
     down, the arm is straight there, its elbow at the joint's limit, and the carry back to the
     caddy stalls; tilted, the elbow stays bent through the grasp and LIBERO's own check ends
     the episode."""
-    from pytest_benchmarks.envs.libero_pick_expert import FAR_REACH, REACH_TILT
+    from pytest_benchmarks.envs.libero.expert.pick import FAR_REACH, REACH_TILT
 
     with expert_episode("libero_90/84", 400) as (env, obs):
         (pick,) = env._expert.steps
@@ -558,7 +558,7 @@ def test_a_book_goes_into_the_shelf_through_its_open_front():
     the robot's side. The book, held with the hand pointing through the opening, goes in flat
     from the front: it never passes over the shelf's top, and LIBERO's own check ends the
     episode."""
-    from pytest_benchmarks.envs.libero_motion import body_box, region_box
+    from pytest_benchmarks.envs.libero.expert.motion import body_box, region_box
 
     with expert_episode("libero_90/88", 400) as (env, obs):
         (pick,) = env._expert.steps
@@ -587,7 +587,7 @@ def test_a_book_under_a_shelf_too_low_for_the_hand_is_tipped_over_and_pushed_in(
     toward the opening, its far edge set down before it and let go: it falls flat, and the
     closed fingers push it in by its near edge, the hand never entering the space. LIBERO's own
     check ends the episode."""
-    from pytest_benchmarks.envs.libero_motion import body_box, region_box
+    from pytest_benchmarks.envs.libero.expert.motion import body_box, region_box
 
     with expert_episode("libero_90/89", 400) as (env, obs):
         (pick,) = env._expert.steps
@@ -616,9 +616,9 @@ def test_a_bowl_hemmed_in_by_a_drawer_is_taken_round_its_rim():
     drawer; the grasp goes round the rim to where the open gripper meets nothing, and LIBERO's
     own check ends the episode. libero_spatial/0's bowl, on the open table, keeps the usual
     grasp."""
-    from pytest_benchmarks.envs.libero_motion import body_box
-    from pytest_benchmarks.envs.libero_pick_expert import ALONG_Y
-    from pytest_benchmarks.envs.libero_rim import RIM_IN, fingers_meet, gripper_meets
+    from pytest_benchmarks.envs.libero.expert.motion import body_box
+    from pytest_benchmarks.envs.libero.expert.pick import ALONG_Y
+    from pytest_benchmarks.envs.libero.expert.rim import RIM_IN, fingers_meet, gripper_meets
 
     with expert_episode("libero_spatial/4", 280, index=1) as (env, obs):
         (pick,) = env._expert.steps
@@ -664,8 +664,8 @@ def test_a_slanted_book_is_taken_across_its_spine_and_turned_into_its_caddy_slot
     region, and LIBERO's own check ends the episode. The basket of
     libero_object/0 is no compartment: its centre, the line unchanged."""
     from pytest_benchmarks.api import evaluate
-    from pytest_benchmarks.envs.libero_motion import body_box
-    from pytest_benchmarks.envs.libero_pick_expert import ALONG_X, ALONG_Y, GRIPPER_SPAN
+    from pytest_benchmarks.envs.libero.expert.motion import body_box
+    from pytest_benchmarks.envs.libero.expert.pick import ALONG_X, ALONG_Y, GRIPPER_SPAN
 
     task = catalog.get("libero").select(["libero_10/5"])[0]
     env = lib.LiberoTaskEnv(EnvConfig(task, 10, 1000, obs="state", privileged=True))
@@ -695,10 +695,10 @@ def test_a_bowl_under_the_opened_drawer_is_taken_with_the_hand_tilted():
     aside first (the plan, made with the drawer set open for the moment, finds the tilted grasp):
     the drawer is pulled, the bowl taken from under it, and LIBERO's own check ends the episode
     within the suite's 300 steps, the hand never touching the cabinet once the drawer is open."""
-    from pytest_benchmarks.envs.libero_motion import body_box, body_tree
-    from pytest_benchmarks.envs.libero_pick_expert import ROBOT_PARTS, AsideExpert
-    from pytest_benchmarks.envs.libero_rim import UNDER_TILTS, gripper_meets
-    from pytest_benchmarks.envs.libero_tasks import MAX_STEPS
+    from pytest_benchmarks.envs.libero.expert.motion import body_box, body_tree
+    from pytest_benchmarks.envs.libero.expert.pick import ROBOT_PARTS, AsideExpert
+    from pytest_benchmarks.envs.libero.expert.rim import UNDER_TILTS, gripper_meets
+    from pytest_benchmarks.envs.libero.tasks import MAX_STEPS
 
     with expert_episode("libero_goal/3", MAX_STEPS["libero_goal"], index=3) as (env, obs):
         aside, pull, pick = env._expert.steps
@@ -745,8 +745,8 @@ def test_a_drawer_whose_handle_is_too_low_to_take_is_dragged_open_by_its_top():
     pinches or hooks the bar), the bowl before the drawer stays where it stood, and LIBERO's own
     check ends the episode within the suite's steps. libero_goal/0's middle drawer is pulled by
     its handle as before."""
-    from pytest_benchmarks.envs.libero_drag_expert import HandleDragExpert, handle_too_low
-    from pytest_benchmarks.envs.libero_tasks import MAX_STEPS
+    from pytest_benchmarks.envs.libero.expert.drag import HandleDragExpert, handle_too_low
+    from pytest_benchmarks.envs.libero.tasks import MAX_STEPS
 
     with expert_episode("libero_goal/0", 10) as (env, _):
         assert not handle_too_low(env._env.env, "wooden_cabinet_1_middle_region")
@@ -779,9 +779,9 @@ def test_an_object_too_long_to_take_turned_is_turned_a_quarter_on_its_way_into_a
     the turned hand closed on its end and never lifted it)."""
     from scipy.spatial.transform import Rotation
 
-    from pytest_benchmarks.envs.libero_motion import body_box
-    from pytest_benchmarks.envs.libero_pick_expert import ALONG_X, ALONG_Y, GRIPPER_SPAN
-    from pytest_benchmarks.envs.libero_tasks import MAX_STEPS
+    from pytest_benchmarks.envs.libero.expert.motion import body_box
+    from pytest_benchmarks.envs.libero.expert.pick import ALONG_X, ALONG_Y, GRIPPER_SPAN
+    from pytest_benchmarks.envs.libero.tasks import MAX_STEPS
 
     with expert_episode("libero_90/5", MAX_STEPS["libero_90"], index=4) as (env, obs):
         problem = env._env.env
@@ -806,8 +806,8 @@ def test_a_hand_held_up_by_the_arm_on_a_cabinet_top_leans_away_and_comes_down_ag
     with the fingers 3 cm short of the grasp; the hand rises and comes down again tilted about
     its finger line, fingertips toward the cabinet, and LIBERO's own check ends the episode.
     Episode 0's bowl stands 2.6 cm farther off: the arm touches nothing, the hand never tilts."""
-    from pytest_benchmarks.envs.libero_pick_expert import LEAN
-    from pytest_benchmarks.envs.libero_tasks import MAX_STEPS
+    from pytest_benchmarks.envs.libero.expert.pick import LEAN
+    from pytest_benchmarks.envs.libero.tasks import MAX_STEPS
 
     leaned = {}
     for index in (2, 0):
@@ -835,9 +835,9 @@ def test_a_bowl_the_drawer_would_overhang_is_moved_out_of_its_way_first():
     past the arm's reach: the spot it would go to also steps across, to a place the arm reaches
     (it stays where it stands: it is taken from under the drawer, as the test before shows)."""
     from pytest_benchmarks.api import evaluate
-    from pytest_benchmarks.envs.libero_motion import body_box
-    from pytest_benchmarks.envs.libero_pick_expert import FAR_REACH, AsideExpert, PickPlaceExpert
-    from pytest_benchmarks.envs.libero_pull_expert import HandlePullExpert, opened_box
+    from pytest_benchmarks.envs.libero.expert.motion import body_box
+    from pytest_benchmarks.envs.libero.expert.pick import FAR_REACH, AsideExpert, PickPlaceExpert
+    from pytest_benchmarks.envs.libero.expert.pull import HandlePullExpert, opened_box
 
     plans, spots = {}, {}
     for name in ("libero_90/8", "libero_90/2", "libero_goal/3"):
@@ -875,8 +875,8 @@ def test_a_moka_pot_is_taken_by_its_handle():
     its handle stands out on one side, thin across x: the hand turns, the fingers close across
     the handle, and the pot ends on the stove by LIBERO's own check."""
     from pytest_benchmarks.api import evaluate
-    from pytest_benchmarks.envs.libero_motion import body_box
-    from pytest_benchmarks.envs.libero_pick_expert import GRIPPER_SPAN
+    from pytest_benchmarks.envs.libero.expert.motion import body_box
+    from pytest_benchmarks.envs.libero.expert.pick import GRIPPER_SPAN
 
     task = catalog.get("libero").select(["libero_90/19"])[0]
     env = lib.LiberoTaskEnv(EnvConfig(task, 10, 1000, obs="state", privileged=True))
@@ -936,8 +936,8 @@ def test_a_frying_pan_handle_with_a_moka_pot_beside_it_is_taken_clear_of_the_pot
     check, its origin inside the cook region."""
     import mujoco
 
-    from pytest_benchmarks.envs.libero_motion import region_box
-    from pytest_benchmarks.envs.libero_rim import gripper_meets
+    from pytest_benchmarks.envs.libero.expert.motion import region_box
+    from pytest_benchmarks.envs.libero.expert.rim import gripper_meets
 
     with expert_episode("libero_90/18", 400) as (env, obs):
         (step,) = env._expert.steps
@@ -980,9 +980,9 @@ def test_a_flat_box_beside_a_tall_carton_is_taken_clear_of_the_carton():
     both in the basket."""
     from scipy.spatial.transform import Rotation
 
-    from pytest_benchmarks.envs.libero_motion import CLEARANCE, body_box
-    from pytest_benchmarks.envs.libero_pick_expert import OVER, SUPPORT
-    from pytest_benchmarks.envs.libero_rim import gripper_meets
+    from pytest_benchmarks.envs.libero.expert.motion import CLEARANCE, body_box
+    from pytest_benchmarks.envs.libero.expert.pick import OVER, SUPPORT
+    from pytest_benchmarks.envs.libero.expert.rim import gripper_meets
 
     with expert_episode("libero_10/1", 520, index=4) as (env, obs):
         first = env._expert.steps[0]
@@ -1021,8 +1021,8 @@ def test_a_mug_is_carried_over_the_caddy_corner_on_its_way():
     the caddy's top: it struck the corner and fell out of the fingers (the episode failed). The
     hand carries it higher, its bottom over the caddy, which it never touches, and LIBERO's own
     check ends the episode."""
-    from pytest_benchmarks.envs.libero_motion import CLEARANCE, body_box, body_tree
-    from pytest_benchmarks.envs.libero_pick_expert import OVER
+    from pytest_benchmarks.envs.libero.expert.motion import CLEARANCE, body_box, body_tree
+    from pytest_benchmarks.envs.libero.expert.pick import OVER
 
     with expert_episode("libero_90/85", 150, index=5) as (env, obs):
         step = env._expert.steps[0]
@@ -1050,7 +1050,7 @@ def test_the_second_moka_pot_goes_beside_the_first_on_the_one_stove():
     """libero_10/8: both moka pots onto the stove's cook region. The first goes where a single
     pot goes; the second, planned once the first stands there, goes to the nearest place beside
     it inside the region, and the episode ends on LIBERO's own check with the two apart."""
-    from pytest_benchmarks.envs.libero_motion import body_box
+    from pytest_benchmarks.envs.libero.expert.motion import body_box
 
     with expert_episode("libero_10/8", 520) as (env, obs):
         first, second, _ = env._expert.steps
@@ -1098,7 +1098,7 @@ def test_success_rate(evaluate):
 def test_a_users_own_config_is_used_as_it_is(tmp_path):
     """LIBERO_CONFIG_PATH of the user's own, holding a valid config.yaml: read, never rewritten,
     and no config of the harness's own is laid down."""
-    from pytest_benchmarks.envs.libero_setup import write_config
+    from pytest_benchmarks.envs.libero.setup import write_config
 
     mine = tmp_path / "mine"
     mine.mkdir()
@@ -1108,7 +1108,7 @@ def test_a_users_own_config_is_used_as_it_is(tmp_path):
     before = config.read_bytes()
     env = {**_clean_env(str(tmp_path / "home")), "LIBERO_CONFIG_PATH": str(mine)}
     script = (
-        "from pytest_benchmarks.envs.libero_setup import check; print(check());"
+        "from pytest_benchmarks.envs.libero.setup import check; print(check());"
         "from libero.libero import get_libero_path; print(get_libero_path('datasets'))"
     )
     done = subprocess.run(

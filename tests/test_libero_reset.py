@@ -10,7 +10,7 @@ from helpers import LIBERO_SIDE_BY_SIDE, sim_state, step_side_by_side
 
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.tasks import EnvConfig
-from pytest_benchmarks.envs.libero_reset import model_arrays
+from pytest_benchmarks.envs.libero.reset import model_arrays
 
 
 def make(task: str, privileged: bool, reuse: bool) -> Any:
@@ -95,7 +95,7 @@ def test_an_episode_run_alone_takes_the_steps_it_took_in_order():
     config = EnvConfig(task, 300, 1000, obs="state", privileged=True)
     outcomes = []
     for indices in (range(6), [5]):
-        env = make_vector_env(config, 1)
+        env = make_vector_env(bench, config, 1)
         records: list[Any] = []
         try:
             run_episodes(env, bench.scripted_policy(task, 1), bench.processors(config),

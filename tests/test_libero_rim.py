@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from pytest_benchmarks.envs.libero_rim import (
+from pytest_benchmarks.envs.libero.expert.rim import (
     FINGER,
     RIM_IN,
     Scene,

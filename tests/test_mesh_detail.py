@@ -10,7 +10,7 @@ import pytest
 from helpers import SHORT, pixel_episodes
 
 from pytest_benchmarks.engine import rendering
-from pytest_benchmarks.envs import mesh_detail
+from pytest_benchmarks.envs.mujoco import mesh_detail
 
 rendering.choose_backend()
 

@@ -6,7 +6,7 @@ import metaworld
 import numpy as np
 import pytest
 
-from pytest_benchmarks.envs.metaworld_goals import N_GOALS, MT1Goals
+from pytest_benchmarks.envs.metaworld.goals import N_GOALS, MT1Goals
 
 
 @pytest.mark.parametrize("task", ["reach-v3", "pick-place-v3", "door-open-v3"])

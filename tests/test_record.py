@@ -88,7 +88,7 @@ def replay(root: Path, settings: Settings, episode: int) -> None:
     frames = dataset.hf_dataset.with_format("numpy")[
         row["dataset_from_index"] : row["dataset_to_index"]
     ]
-    env = LazyVectorEnv(config, 1, sync=True)
+    env = LazyVectorEnv(catalog.get(task.env), config, 1, sync=True)
     try:
         obs, _ = reset_slots(
             env.get(), {0: (row["benchmark/seed"], row["benchmark/init_state"], 0)}

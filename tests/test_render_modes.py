@@ -14,7 +14,7 @@ from helpers import pixel_episodes, seeded_actions
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.engine import rendering
-from pytest_benchmarks.envs.mujoco_render import configure_xml
+from pytest_benchmarks.envs.mujoco.render import configure_xml
 from pytest_benchmarks.plugin.gate import SnapshotFormatError, check_render, read
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,8 +59,8 @@ def libero_own_frames(task_id: int, episodes: int) -> dict[str, np.ndarray]:
     hard reset: a new model and render context each time)."""
     import os
 
-    from pytest_benchmarks.envs.libero import CAMERAS, NOOP
-    from pytest_benchmarks.envs.libero_setup import prepare
+    from pytest_benchmarks.envs.libero.benchmark import CAMERAS, NOOP
+    from pytest_benchmarks.envs.libero.setup import prepare
 
     prepare()
     from libero.libero import benchmark, get_libero_path

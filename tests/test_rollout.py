@@ -21,11 +21,16 @@ def _evaluate(
     benchmark = catalog.get(name)
     ref = benchmark.select([task])[0]
     config = EnvConfig(ref, max_steps, 1000)
-    env = LazyVectorEnv(config, batch, sync)
+    env = LazyVectorEnv(benchmark, config, batch, sync=sync)
     try:
         policy = make_policy(spec, benchmark, config, batch)
         return evaluate_task(
-            env, policy, benchmark.processors(config), 1000, range(episodes), lambda r: None
+            env,
+            policy,
+            processors=benchmark.processors(config),
+            seed=1000,
+            episodes=range(episodes),
+            record=lambda r: None,
         )
     finally:
         env.close()
@@ -85,14 +90,19 @@ def test_feature_mismatch_fails_the_task():
     task = benchmark.select(["walk"])[0]
     processors = benchmark.processors(EnvConfig(task, 10, 0))
     processors.features["observation.state"] = toybench.Feature((3,), "float32")
-    env = LazyVectorEnv(EnvConfig(task, 10, 0), 1, True)
+    env = LazyVectorEnv(benchmark, EnvConfig(task, 10, 0), 1, sync=True)
     recorded: list[TaskResult] = []
     with pytest.raises(
         ValueError,
         match=r"feature 'observation.state' is float32\[1, 2\], declared float32\[1, 3\]",
     ):
         evaluate_task(
-            env, benchmark.scripted_policy(task, 1), processors, 0, range(2), recorded.append
+            env,
+            benchmark.scripted_policy(task, 1),
+            processors=processors,
+            seed=0,
+            episodes=range(2),
+            record=recorded.append,
         )
     env.close()
     assert recorded[0].error.startswith("FeatureMismatch: feature 'observation.state'")
@@ -129,11 +139,16 @@ def test_values_are_checked_every_step_and_shapes_as_each_episode_starts(
         return {**batch, "observation.state": state}
 
     processors.steps.append(broken)
-    env = LazyVectorEnv(EnvConfig(task, 10, 0), 1, True)
+    env = LazyVectorEnv(benchmark, EnvConfig(task, 10, 0), 1, sync=True)
     recorded: list[TaskResult] = []
     with pytest.raises(ValueError):
         evaluate_task(
-            env, benchmark.scripted_policy(task, 1), processors, 0, range(2), recorded.append
+            env,
+            benchmark.scripted_policy(task, 1),
+            processors=processors,
+            seed=0,
+            episodes=range(2),
+            record=recorded.append,
         )
     env.close()
     assert recorded[0].error == error
@@ -145,7 +160,7 @@ def test_metaworld_pixels_render_corner2_upright_beside_the_state():
     task = benchmark.select(["reach-v3"])[0]
     config = EnvConfig(task, 3, 0, obs="pixels", image_size=(48, 64),
                        camera_map=(("corner2", "camera1"),))  # fmt: skip
-    env = LazyVectorEnv(config, 1, True)
+    env = LazyVectorEnv(benchmark, config, 1, sync=True)
     try:
         obs, _ = env.get().reset(seed=[0], options={"slots": [{"init_state": 0}]})
         batch = benchmark.processors(config)(obs)
@@ -166,7 +181,7 @@ def test_the_lean_in_process_vector_env_steps_as_gymnasiums_sync_vector_env(obs)
     from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
     from pytest_benchmarks.engine.vector import SlotVectorEnv
-    from pytest_benchmarks.envs.metaworld import MetaWorld
+    from pytest_benchmarks.envs.metaworld.benchmark import MetaWorld
 
     benchmark = catalog.get("metaworld")
     config = EnvConfig(benchmark.select(["reach-v3"])[0], 4, 0, obs=obs, image_size=(24, 32))

@@ -164,11 +164,11 @@ def _run(spec: str, seed: int, batch: int = 1, episodes_: int = 12, task: str = 
     benchmark = catalog.get("metaworld")
     ref = benchmark.select([task])[0]
     config = EnvConfig(ref, 200, seed)
-    env = LazyVectorEnv(config, batch, True)
+    env = LazyVectorEnv(benchmark, config, batch, sync=True)
     try:
         policy = make_policy(spec, benchmark, config, batch)
-        return evaluate_task(env, policy, benchmark.processors(config), seed, range(episodes_),
-                             lambda r: None)  # fmt: skip
+        return evaluate_task(env, policy, processors=benchmark.processors(config), seed=seed,
+                             episodes=range(episodes_), record=lambda r: None)  # fmt: skip
     finally:
         env.close()
 

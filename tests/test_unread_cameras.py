@@ -63,9 +63,10 @@ def frames(policy: Reader) -> tuple[LazyVectorEnv, Reader]:
     libero = catalog.get("libero")
     config = EnvConfig(libero.select(["libero_spatial/0"])[0], 4, 0, obs="pixels",
                        image_size=SIZE)  # fmt: skip
-    env = LazyVectorEnv(config, 1, True)
+    env = LazyVectorEnv(libero, config, 1, sync=True)
     results: list[TaskResult] = []
-    evaluate_task(env, policy, libero.processors(config), 0, range(1), results.append)
+    evaluate_task(env, policy, processors=libero.processors(config), seed=0, episodes=range(1),
+                  record=results.append)  # fmt: skip
     assert results[0].error is None and len(policy.seen) == 4
     return env, policy
 
@@ -93,6 +94,6 @@ def test_a_lerobot_checkpoint_of_one_camera_leaves_the_other_unrendered(tmp_path
     folder = lerobot_models.checkpoint("act", tmp_path / "act", inputs, action_dim=7)
     policy = make_policy(f"lerobot:{folder}", libero, config, 1, "cpu", libero.features(config))
     assert set(policy.input_features) == set(inputs)  # type: ignore[attr-defined]
-    env = LazyVectorEnv(config, 1, True)
+    env = LazyVectorEnv(libero, config, 1, sync=True)
     env.skip_unread_cameras(policy)
     assert env.config.blank_cameras == ("robot0_eye_in_hand_image",)

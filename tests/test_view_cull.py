@@ -10,7 +10,7 @@ import pytest
 from helpers import SHORT, pixel_episodes
 
 from pytest_benchmarks.engine import rendering
-from pytest_benchmarks.envs import view_cull
+from pytest_benchmarks.envs.mujoco import view_cull
 
 rendering.choose_backend()
 

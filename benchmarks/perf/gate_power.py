@@ -25,7 +25,7 @@ import numpy as np
 from scipy.stats import binom
 
 from pytest_benchmarks.core.results import EpisodeRecord
-from pytest_benchmarks.envs.metaworld_tasks import MT10
+from pytest_benchmarks.envs.metaworld.tasks import MT10
 from pytest_benchmarks.metrics.stats import compare, judge, mcnemar_lower, tarone
 
 SNAPSHOTS = Path(__file__).resolve().parents[1] / "__benchmark_snapshots__"

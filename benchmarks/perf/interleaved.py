@@ -40,7 +40,7 @@ def task_times(
     each took (the harness's expert sees float32 states, so a step may differ)."""
     benchmark = catalog.get("metaworld")
     config = EnvConfig(task, max_steps, seed)
-    harness_env = make_vector_env(config, 1)
+    harness_env = make_vector_env(benchmark, config, 1)
     policy = benchmark.scripted_policy(task, 1)
     processors = benchmark.processors(config)
     plan = plan_episodes(benchmark, task, seed, range(episodes))

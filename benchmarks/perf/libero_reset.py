@@ -1,7 +1,7 @@
 """LIBERO episodes as robosuite runs them, and with the harness's two changes that keep every
 state: the compiled scene and its render context reused by the reset
-(``pytest_benchmarks.envs.libero_reset``), then also the lean control substeps
-(``pytest_benchmarks.envs.libero_substeps``), side by side.
+(``pytest_benchmarks.envs.libero.reset``), then also the lean control substeps
+(``pytest_benchmarks.envs.libero.substeps``), side by side.
 
 The three envs take turns episode by episode, the scripted expert acting, the same seeds and
 initial states; prints the median reset time (reset, initial state and settle steps), the
@@ -22,7 +22,7 @@ from typing import Any
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.engine import rendering
-from pytest_benchmarks.envs.libero import EXPERT_KEY
+from pytest_benchmarks.envs.libero.benchmark import EXPERT_KEY
 
 
 def make(task: str, reuse: bool, lean: bool, obs: str) -> Any:

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 def import_time() -> float:
     """Preparing and importing LIBERO (robosuite, torch) once per process."""
     from pytest_benchmarks.engine import rendering
-    from pytest_benchmarks.envs.libero_setup import prepare
+    from pytest_benchmarks.envs.libero.setup import prepare
 
     rendering.choose_backend()
     started = time.perf_counter()
@@ -40,7 +40,7 @@ def build_time(obs: str, rounds: int = 3) -> float:
     """Median time to build one env after LIBERO is imported."""
     from pytest_benchmarks.core import catalog
     from pytest_benchmarks.core.tasks import EnvConfig
-    from pytest_benchmarks.envs.libero import LiberoTaskEnv
+    from pytest_benchmarks.envs.libero.benchmark import LiberoTaskEnv
 
     task = catalog.get("libero").select(["libero_spatial/0"])[0]
     times = []

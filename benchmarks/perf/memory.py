@@ -47,7 +47,7 @@ def main() -> None:
     task = benchmark.select([args.task])[0]
     size = (args.image_size, args.image_size)
     config = EnvConfig(task, 500, 1000, obs=args.obs, image_size=size)
-    env = LazyVectorEnv(config, args.batch_size)
+    env = LazyVectorEnv(benchmark, config, args.batch_size)
     policy = make_policy("scripted", benchmark, config, args.batch_size)
     processors = benchmark.processors(config)
     plan = plan_episodes(benchmark, task, 1000, range(args.episodes))

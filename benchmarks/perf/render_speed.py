@@ -58,8 +58,8 @@ def own_env(benchmark: str, task: str, size: int) -> tuple[Any, Any]:
             return {"corner2_image": env.render()}
 
         return step, env.close
-    from pytest_benchmarks.envs.libero import CAMERAS, NOOP
-    from pytest_benchmarks.envs.libero_setup import prepare
+    from pytest_benchmarks.envs.libero.benchmark import CAMERAS, NOOP
+    from pytest_benchmarks.envs.libero.setup import prepare
 
     prepare()
     from libero.libero import benchmark as suites
@@ -121,11 +121,11 @@ def worker(case: str, variant: str, steps: int, commands: Any, out: Any) -> None
     name, *options = variant.split("/")
     for option in options:
         if option == "full":  # no coarse meshes
-            from pytest_benchmarks.envs import mesh_detail
+            from pytest_benchmarks.envs.mujoco import mesh_detail
 
             mesh_detail.coarse_meshes = lambda model, cell=mesh_detail.CELL: {}
         elif option == "all":  # no geom left out of a camera's frame
-            from pytest_benchmarks.envs import view_cull
+            from pytest_benchmarks.envs.mujoco import view_cull
 
             view_cull.outside = lambda model, *_: np.zeros(model.ngeom, dtype=bool)
         else:  # NAME/Nt (main checks the options): llvmpipe reads it at its first GL context

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pytest_benchmarks.core.tasks import EnvConfig, SelectionError, TaskRef, did_you_mean
@@ -103,6 +104,17 @@ class Benchmark(ABC):
     def init_state(self, task: TaskRef, episode: int) -> int:
         """Which of the task's initial states episode ``episode`` starts from."""
 
+    def describe(self, config: EnvConfig) -> EnvConfig:
+        """``config`` with what a policy may know before any env is built: one env's
+        observation and action spaces and the processed features, as this benchmark declares."""
+        observation_space, action_space = self.spaces(config)
+        return replace(
+            config,
+            observation_space=observation_space,
+            action_space=action_space,
+            features=dict(self.features(config)),
+        )
+
     @abstractmethod
     def spaces(self, config: EnvConfig) -> tuple[gym.Space[Any], gym.Space[Any]]:
         """Observation and action spaces of one env, declared without building a simulator."""
@@ -136,7 +148,3 @@ class Benchmark(ABC):
     def scripted_missing(self, task: TaskRef) -> str | None:
         """Why the scripted expert cannot run this task (its tests are skipped), or None."""
         return None
-
-    def identity(self) -> dict[str, str | None]:
-        """Name and version of the simulator package, for the metrics JSON."""
-        return {"name": self.name, "version": None}

@@ -1,50 +1,92 @@
-"""The catalog of benchmarks: registration under a short name, lookup, and task selection.
+"""The catalog of benchmarks: discovery through the ``pytest_benchmarks.benchmarks`` entry-point
+group, lookup by name, and task selection.
 
-A benchmark registers itself with ``@register`` when its module is imported; the built-in ones
-are imported by name on first lookup, so this layer imports no benchmark module statically.
+Every benchmark, the built-in ones included, is a ``Benchmark`` subclass named by an entry point
+(``metaworld = "pytest_benchmarks.envs.metaworld.benchmark:MetaWorld"``); the entry point's name
+is the benchmark's name. Nothing is imported until a benchmark is asked for, and a benchmark's
+module imports no simulator. ``register`` adds one from code (a conftest, a test) the same way.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable, Sequence
+from importlib import metadata
 
 from pytest_benchmarks.core.benchmark import Benchmark
+from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.tasks import SelectionError, TaskRef, did_you_mean
 
-#: Modules whose import registers the built-in benchmarks; none imports a simulator.
-BUILTIN = ("pytest_benchmarks.envs.libero", "pytest_benchmarks.envs.metaworld")
+#: The entry-point group a package names its benchmarks in.
+GROUP = "pytest_benchmarks.benchmarks"
 
-_REGISTRY: dict[str, Callable[[], Benchmark]] = {}
+_REGISTERED: dict[str, type[Benchmark]] = {}
 _INSTANCES: dict[str, Benchmark] = {}
 
 
+class BenchmarkLoadError(SelectionError):
+    """A benchmark's entry point names something that cannot be imported or is no Benchmark."""
+
+
 def register(name: str) -> Callable[[type[Benchmark]], type[Benchmark]]:
-    """Class decorator that makes a benchmark available under ``name``."""
+    """Class decorator that makes a benchmark available under ``name`` without an entry point."""
 
     def decorate(cls: type[Benchmark]) -> type[Benchmark]:
         cls.name = name
-        _REGISTRY[name] = cls
+        _REGISTERED[name] = cls
+        _INSTANCES.pop(name, None)
         return cls
 
     return decorate
 
 
+def _entry_points() -> dict[str, metadata.EntryPoint]:
+    return {ep.name: ep for ep in metadata.entry_points(group=GROUP)}
+
+
 def names() -> list[str]:
-    """Registered benchmark names, sorted."""
-    _load_builtin()
-    return sorted(_REGISTRY)
+    """Every benchmark's name, sorted: the installed entry points and the registered ones."""
+    return sorted({*_entry_points(), *_REGISTERED})
 
 
 def get(name: str) -> Benchmark:
-    """The benchmark registered under ``name``; SelectionError naming the valid ones otherwise."""
-    _load_builtin()
-    if name not in _REGISTRY:
-        hint = did_you_mean(name, names())
-        raise SelectionError(f"unknown benchmark {name!r}{hint}; valid: {', '.join(names())}")
+    """The benchmark named ``name``; SelectionError naming the valid ones otherwise."""
     if name not in _INSTANCES:
-        _INSTANCES[name] = _REGISTRY[name]()
+        _INSTANCES[name] = _load(name)()
     return _INSTANCES[name]
+
+
+def problem(name: str) -> str | None:
+    """Why the benchmark ``name`` cannot run here (not installed, or its entry point is
+    broken), or None."""
+    try:
+        return get(name).missing()
+    except BenchmarkLoadError as exc:
+        return str(exc)
+
+
+def _load(name: str) -> type[Benchmark]:
+    if name in _REGISTERED:
+        return _REGISTERED[name]
+    entry = _entry_points().get(name)
+    if entry is None:
+        valid = names()
+        raise SelectionError(
+            f"unknown benchmark {name!r}{did_you_mean(name, valid)}; valid: {', '.join(valid)}"
+        )
+    try:
+        cls = entry.load()
+    except Exception as exc:
+        raise BenchmarkLoadError(
+            f"benchmark {name!r} ({GROUP} entry point {entry.value!r}) cannot be loaded: "
+            f"{one_line(exc)}"
+        ) from exc
+    if not (isinstance(cls, type) and issubclass(cls, Benchmark)):
+        raise BenchmarkLoadError(
+            f"benchmark {name!r}: {GROUP} entry point {entry.value!r} is {cls!r}, "
+            "not a subclass of pytest_benchmarks.Benchmark"
+        )
+    cls.name = name
+    return cls
 
 
 def resolve(envs: Iterable[str], tokens: Sequence[str] | None) -> dict[str, list[TaskRef]]:
@@ -71,9 +113,3 @@ def resolve(envs: Iterable[str], tokens: Sequence[str] | None) -> dict[str, list
 def _valid_summary(benchmark: Benchmark) -> str:
     groups = ", ".join(benchmark.groups())
     return f"{benchmark.name} groups: {groups} (and their tasks)"
-
-
-def _load_builtin() -> None:
-    # Importing the modules runs their @register decorators; no simulator is imported here.
-    for module in BUILTIN:
-        importlib.import_module(module)

@@ -92,7 +92,7 @@ class Settings:
     def env_config(self, task: TaskRef) -> EnvConfig:
         """What the task's env needs from these settings (the plugin's and the API's)."""
         benchmark = catalog.get(task.env)
-        return EnvConfig(
+        config = EnvConfig(
             task=task,
             max_steps=self.max_steps or benchmark.default_max_steps(task),
             seed=self.seed,
@@ -105,6 +105,7 @@ class Settings:
             video_dir=str(self.metrics.parent / "videos"),
             privileged=expert_based(self.policy),
         )
+        return benchmark.describe(config)
 
     def as_dict(self) -> dict[str, Any]:
         return {

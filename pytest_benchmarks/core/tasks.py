@@ -6,8 +6,8 @@ Small, frozen and picklable: they travel to vector-env workers and xdist workers
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -72,24 +72,11 @@ class EnvConfig:
     #: Env camera keys no input of the policy reads: the env renders them black, not the scene.
     blank_cameras: tuple[str, ...] = ()
 
-    # What a policy factory (``module:pkg.mod:factory``) needs to know about the env, from the
-    # benchmark's declarations: no simulator is built.
-    @property
-    def observation_space(self) -> Any:
-        """One env's observation space (gymnasium)."""
-        return self._benchmark().spaces(self)[0]
-
-    @property
-    def action_space(self) -> Any:
-        """One env's action space (gymnasium ``Box``): the actions ``act`` returns per slot."""
-        return self._benchmark().spaces(self)[1]
-
-    @property
-    def features(self) -> dict[str, Any]:
-        """The policy batch's features (key -> shape and dtype), as the processors give them."""
-        return dict(self._benchmark().processors(self).features)
-
-    def _benchmark(self) -> Any:
-        from pytest_benchmarks.core import catalog  # catalog imports this module
-
-        return catalog.get(self.task.env)
+    # What a policy factory (``module:pkg.mod:factory``) may read about the env without building
+    # a simulator, as the benchmark declares it (``Benchmark.describe`` fills them in).
+    #: One env's observation space (gymnasium).
+    observation_space: Any = field(default=None, compare=False, repr=False)
+    #: One env's action space (gymnasium ``Box``): the actions ``act`` returns per slot.
+    action_space: Any = field(default=None, compare=False, repr=False)
+    #: The policy batch's features (key -> shape and dtype), as the processors give them.
+    features: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)

@@ -9,7 +9,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.plan import plan_episodes
 from pytest_benchmarks.core.policy import Policy, checked_identity
@@ -29,6 +28,7 @@ class WorkerDied(RuntimeError):
 def evaluate_task(
     vector_env: LazyVectorEnv,
     policy: Policy | Callable[[], Policy],
+    *,
     processors: EnvProcessors,
     seed: int,
     episodes: Sequence[int],
@@ -51,7 +51,7 @@ def evaluate_task(
     unless the episodes are recorded.
     """
     task = vector_env.config.task
-    plan = plan_episodes(catalog.get(task.env), task, seed, episodes)
+    plan = plan_episodes(vector_env.benchmark, task, seed, episodes)
     result = TaskResult(task, batch_size=vector_env.num_envs, planned=len(plan))
 
     def on_episode(episode: EpisodeRecord) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.benchmark import Benchmark
 from pytest_benchmarks.core.files import write_atomic
 from pytest_benchmarks.core.processors import EnvProcessors
 from pytest_benchmarks.core.results import EpisodeRecord
@@ -56,21 +56,28 @@ def parts_dir(record_dir: Path) -> Path:
 
 
 def recorder_for(
-    settings: Settings, task: TaskRef, processors: EnvProcessors
+    settings: Settings, benchmark: Benchmark, task: TaskRef, processors: EnvProcessors
 ) -> EpisodeRecorder | None:
     """The task's recorder when the run records (``settings.record``), else None."""
     if settings.record is None:
         return None
-    return EpisodeRecorder(task, processors, parts_dir(settings.record), settings.record_only)
+    return EpisodeRecorder(
+        benchmark, task, processors, parts_dir(settings.record), only=settings.record_only
+    )
 
 
 class EpisodeRecorder:
     """Collects the frames of the episodes running in a vector env's slots."""
 
     def __init__(
-        self, task: TaskRef, processors: EnvProcessors, parts: Path, only: str = "all"
+        self,
+        benchmark: Benchmark,
+        task: TaskRef,
+        processors: EnvProcessors,
+        parts: Path,
+        *,
+        only: str = "all",
     ) -> None:
-        benchmark = catalog.get(task.env)
         self.task, self.parts, self.only = task, parts, only
         self.names = list(processors.features)
         self.description = processors.description

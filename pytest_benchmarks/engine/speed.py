@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.benchmark import Benchmark
 from pytest_benchmarks.core.plan import plan_episodes
 from pytest_benchmarks.core.policy import Policy
 from pytest_benchmarks.core.processors import EnvProcessors
@@ -51,6 +51,7 @@ def time_policy(
     timer: Timer,
     vector_env: LazyVectorEnv,
     policy: Policy,
+    *,
     processors: EnvProcessors,
     seed: int,
     max_time_s: float,
@@ -66,7 +67,7 @@ def time_policy(
     """
     task = vector_env.config.task
     n = vector_env.num_envs
-    plan = plan_episodes(catalog.get(task.env), task, seed, range(n))
+    plan = plan_episodes(vector_env.benchmark, task, seed, range(n))
     slots, seeds = list(range(n)), [s.seed for s in plan]
     vector_env.skip_unread_cameras(policy)  # as a run
     env = vector_env.get()
@@ -108,7 +109,13 @@ def _rounds(
 
 
 def time_env_step(
-    timer: Timer, config: EnvConfig, seed: int, max_time_s: float, min_rounds: int
+    timer: Timer,
+    benchmark: Benchmark,
+    config: EnvConfig,
+    *,
+    seed: int,
+    max_time_s: float,
+    min_rounds: int,
 ) -> None:
     """Time one step of the task's env, as the rollout builds it (one slot, in this process),
     under uniform random actions seeded by ``seed``.
@@ -117,9 +124,8 @@ def time_env_step(
     (pytest-benchmark's ``--benchmark-max-time``), at least ``min_rounds``.
     """
     task = config.task
-    benchmark = catalog.get(task.env)
     start = plan_episodes(benchmark, task, seed, [0])[0]
-    env = make_vector_env(config, 1, sync=True)
+    env = make_vector_env(benchmark, config, 1, sync=True)
     space = env.single_action_space
     space.seed(seed)
     ended = [True]

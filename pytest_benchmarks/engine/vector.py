@@ -27,7 +27,6 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, Vecto
 from gymnasium.vector.async_vector_env import AsyncState
 from gymnasium.vector.utils import concatenate
 
-from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.benchmark import Benchmark
 from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.engine.video import VideoRecorder
@@ -167,14 +166,15 @@ def auto_batch_size(episodes: int, workers: int = 1, cpus: int | None = None) ->
     return max(1, min(share, episodes, MAX_AUTO_BATCH))
 
 
-def make_vector_env(config: EnvConfig, num_envs: int, sync: bool = False) -> VectorEnv:
+def make_vector_env(
+    benchmark: Benchmark, config: EnvConfig, num_envs: int, *, sync: bool = False
+) -> VectorEnv:
     """SlotVectorEnv (in-process) for one slot or when asked, AsyncVectorEnv (forkserver
     workers) otherwise.
 
     Forkserver rather than fork: a worker never inherits the parent's simulator or GL state.
     """
-    benchmark = type(catalog.get(config.task.env))
-    fns = [partial(SlotEnv, benchmark, config, slot) for slot in range(num_envs)]
+    fns = [partial(SlotEnv, type(benchmark), config, slot) for slot in range(num_envs)]
     if num_envs == 1 or sync:
         return SlotVectorEnv(fns, copy=False, autoreset_mode=AutoresetMode.DISABLED)
     # Built in two steps so that a worker that dies while the env starts (gymnasium asks the
@@ -202,7 +202,10 @@ class WorkerStartError(RuntimeError):
 class LazyVectorEnv:
     """A vector env that starts its workers on first use, so a cached task costs nothing."""
 
-    def __init__(self, config: EnvConfig, num_envs: int, sync: bool = False) -> None:
+    def __init__(
+        self, benchmark: Benchmark, config: EnvConfig, num_envs: int, *, sync: bool = False
+    ) -> None:
+        self.benchmark = benchmark
         self.config = config
         self.num_envs = num_envs
         self.sync = sync or num_envs == 1
@@ -214,15 +217,14 @@ class LazyVectorEnv:
         before. A policy that declares no inputs gets every camera."""
         reads: Collection[str] = getattr(policy, "input_features", None) or ()
         if self._env is None and reads:
-            benchmark = catalog.get(self.config.task.env)
-            unread = benchmark.unread_cameras(self.config, reads)
+            unread = self.benchmark.unread_cameras(self.config, reads)
             if unread:
                 self.config = replace(self.config, blank_cameras=unread)
 
     def get(self) -> VectorEnv:
         """The gymnasium vector env, started now if it was not yet."""
         if self._env is None:
-            self._env = make_vector_env(self.config, self.num_envs, self.sync)
+            self._env = make_vector_env(self.benchmark, self.config, self.num_envs, sync=self.sync)
         return self._env
 
     def __getattr__(self, name: str) -> Any:

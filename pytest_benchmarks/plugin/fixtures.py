@@ -52,9 +52,10 @@ def vector_env(request: pytest.FixtureRequest, benchmark_task: TaskRef) -> Itera
     """The task's vector env; its workers start on first use and stop after the test."""
     state = get_state(request.config)
     env = LazyVectorEnv(
+        catalog.get(benchmark_task.env),
         state.env_config(benchmark_task),
         state.batch_size(len(state.settings.indices)),
-        state.settings.sync or state.single_env,
+        sync=state.settings.sync or state.single_env,
     )
     try:
         yield env
@@ -72,11 +73,10 @@ def policy(
     """The policy named by ``--benchmark-policy``, built for this task's slots; a learned one is
     checked against the env's features here, before any episode runs."""
     settings = get_state(request.config).settings
-    benchmark = catalog.get(benchmark_task.env)
     try:
         return make_policy(
             settings.policy,
-            benchmark,
+            vector_env.benchmark,
             vector_env.config,
             vector_env.num_envs,
             settings.device,
@@ -143,14 +143,16 @@ def evaluate(
             return evaluate_task(
                 vector_env,
                 build_policy,
-                env_processors,
-                settings.seed,
-                settings.indices,
-                record,
-                settings.timeout,
-                ProgressReporter(request.node, settings.progress_s),
-                tracer,
-                recorder_for(settings, benchmark_task, env_processors),
+                processors=env_processors,
+                seed=settings.seed,
+                episodes=settings.indices,
+                record=record,
+                timeout=settings.timeout,
+                progress=ProgressReporter(request.node, settings.progress_s),
+                trace=tracer,
+                recorder=recorder_for(
+                    settings, vector_env.benchmark, benchmark_task, env_processors
+                ),
             )
         except PolicyError as exc:
             unbuilt = str(exc)

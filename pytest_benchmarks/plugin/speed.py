@@ -8,6 +8,7 @@ alone, ``--benchmark-skip`` runs everything but them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -45,9 +46,9 @@ class SpeedProbe:
                 benchmark,
                 self.vector_env,
                 policy,
-                self.processors,
-                get_state(config).settings.seed,
-                *_rounds_options(config),
+                processors=self.processors,
+                seed=get_state(config).settings.seed,
+                **_rounds_options(config),
             )
         finally:
             self.vector_env.close()
@@ -58,14 +59,17 @@ class SpeedProbe:
         ``--benchmark-min-rounds`` size the rounds."""
         config = self.request.config
         time_env_step(
-            benchmark, self.vector_env.config, get_state(config).settings.seed,
-            *_rounds_options(config),
-        )  # fmt: skip
+            benchmark,
+            self.vector_env.benchmark,
+            self.vector_env.config,
+            seed=get_state(config).settings.seed,
+            **_rounds_options(config),
+        )
 
 
-def _rounds_options(config: pytest.Config) -> tuple[float, int]:
+def _rounds_options(config: pytest.Config) -> dict[str, Any]:
     """pytest-benchmark's ``--benchmark-max-time`` and ``--benchmark-min-rounds``."""
-    return (
-        float(config.getoption("benchmark_max_time", 1.0)),
-        int(config.getoption("benchmark_min_rounds", 5)),
-    )
+    return {
+        "max_time_s": float(config.getoption("benchmark_max_time", 1.0)),
+        "min_rounds": int(config.getoption("benchmark_min_rounds", 5)),
+    }

@@ -332,7 +332,7 @@ def select(options: Settings) -> Selection:
     unavailable: dict[str, str] = {}
     active: list[str] = []
     for name in options.envs or catalog.names():
-        reason = catalog.get(name).missing()
+        reason = catalog.problem(name)
         if reason and options.envs:
             raise OptionError(f"--benchmark-env: {reason}")
         if reason:

@@ -29,12 +29,14 @@ def make_policy(
     declared ones) before any episode runs.
     """
     kind, argument = parse_spec(spec)
+    if config.action_space is None:  # made by hand, not by the settings
+        config = benchmark.describe(config)
     if kind == "scripted":
         return benchmark.scripted_policy(config.task, num_envs)
     if kind in ("hub", "local", "module", "lerobot"):
         from pytest_benchmarks.policies import sources
 
-        provided = features if features is not None else benchmark.features(config)
+        provided = features if features is not None else dict(config.features)
         if kind == "hub":
             return sources.hub_policy(argument, config, provided, num_envs, device)
         if kind == "local":
@@ -44,7 +46,7 @@ def make_policy(
         return sources.lerobot_policy(argument, config, provided, num_envs, device)
     from pytest_benchmarks.policies.simple import NoisyPolicy, NoopPolicy, RandomPolicy
 
-    _, action_space = benchmark.spaces(config)
+    action_space = config.action_space
     if kind == "scripted+noise":
         expert = benchmark.scripted_policy(config.task, num_envs)
         return NoisyPolicy(expert, action_space, num_envs, float(argument))

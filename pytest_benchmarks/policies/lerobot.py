@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.features import IMAGE_PREFIX, Feature, check_features
 from pytest_benchmarks.core.tasks import EnvConfig
@@ -137,7 +136,7 @@ class LeRobotPolicy:
             )
         except Exception as exc:
             raise LeRobotLoadError(f"{name}: cannot load ({one_line(exc)})") from None
-        _, action_space = catalog.get(config.task.env).spaces(config)
+        action_space = config.action_space
         return cls(
             policy, (pre, post), identity, device, num_envs,
             [(k, wanted[k]) for k in pad], (action_space.low, action_space.high),

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from pytest_benchmarks.envs.libero_motion import collides
+from pytest_benchmarks.envs.libero.expert.motion import collides
 
 #: The open fingers, each a box (centre, half-size) in the grip site's frame, mirrored in x:
 #: from 3.2 to 6.8 cm out along the finger line, 4.9 cm above to 1.2 cm below the site.

@@ -49,7 +49,7 @@ import mujoco
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from pytest_benchmarks.envs.libero_motion import (
+from pytest_benchmarks.envs.libero.expert.motion import (
     CLEARANCE,
     ON_LINE,
     Box,
@@ -67,8 +67,8 @@ from pytest_benchmarks.envs.libero_motion import (
     region_extent,
     turn_action,
 )
-from pytest_benchmarks.envs.libero_pull_expert import opened_box
-from pytest_benchmarks.envs.libero_rim import (
+from pytest_benchmarks.envs.libero.expert.pull import opened_box
+from pytest_benchmarks.envs.libero.expert.rim import (
     REACH_IN,
     Scene,
     along_the_handle,
@@ -77,8 +77,8 @@ from pytest_benchmarks.envs.libero_rim import (
     site_frame,
     under_the_rim,
 )
-from pytest_benchmarks.envs.libero_slide import SlideIn, opening
-from pytest_benchmarks.envs.libero_tip import TipIn
+from pytest_benchmarks.envs.libero.expert.slide import SlideIn, opening
+from pytest_benchmarks.envs.libero.expert.tip import TipIn
 
 ASIDE = "aside"  # a planned step, no BDDL predicate: an object moved out of a drawer's way
 CONTAIN = "_contain_region"  # a region objects are put into (a basket's, a caddy slot's)

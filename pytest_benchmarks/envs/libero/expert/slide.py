@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from pytest_benchmarks.envs.libero_motion import ON_LINE, Box, GripSite
+from pytest_benchmarks.envs.libero.expert.motion import ON_LINE, Box, GripSite
 
 #: Metres: how far before the opening the object stops before it goes in; how far above the
 #: floor its lowest point is carried in.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 from functools import cache
 
-from pytest_benchmarks.envs.libero_setup import libero_dir
+from pytest_benchmarks.envs.libero.setup import libero_dir
 
 SUITES = ("libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90")
 DEFAULT_SUITES = ("libero_spatial", "libero_object", "libero_goal", "libero_10")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from pytest_benchmarks.envs import mesh_detail
+from pytest_benchmarks.envs.mujoco import mesh_detail
 
 FAST = "fast"
 

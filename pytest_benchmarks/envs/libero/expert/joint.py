@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from pytest_benchmarks.envs.libero_motion import (
+from pytest_benchmarks.envs.libero.expert.motion import (
     CLEARANCE,
     ON_LINE,
     FingerAxis,

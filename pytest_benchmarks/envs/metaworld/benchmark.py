@@ -23,13 +23,12 @@ import gymnasium as gym
 import numpy as np
 
 from pytest_benchmarks.core.benchmark import Benchmark
-from pytest_benchmarks.core.catalog import register
 from pytest_benchmarks.core.features import Feature
 from pytest_benchmarks.core.processors import Batch, EnvProcessors, camera_renames
 from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
-from pytest_benchmarks.envs import mujoco_render
-from pytest_benchmarks.envs.metaworld_goals import N_GOALS, MT1Goals
-from pytest_benchmarks.envs.metaworld_tasks import DESCRIPTIONS, GROUPS
+from pytest_benchmarks.envs.metaworld.goals import N_GOALS, MT1Goals
+from pytest_benchmarks.envs.metaworld.tasks import DESCRIPTIONS, GROUPS
+from pytest_benchmarks.envs.mujoco import render as mujoco_render
 
 MAX_STEPS = 500
 OBS_DIM = 39
@@ -228,8 +227,8 @@ class ScriptedMetaWorldPolicy:
         }
 
 
-@register("metaworld")
 class MetaWorld(Benchmark):
+    name = "metaworld"
     extra = "metaworld"
     requires = ("metaworld", "mujoco")
     observation_modes = ("state", "pixels", "lerobot")

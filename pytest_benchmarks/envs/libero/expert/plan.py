@@ -26,12 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from pytest_benchmarks.envs.libero_door_expert import DoorPullExpert
-from pytest_benchmarks.envs.libero_drag_expert import HandleDragExpert, handle_too_low
-from pytest_benchmarks.envs.libero_joint_expert import PUSHES, JointPushExpert
-from pytest_benchmarks.envs.libero_motion import body_box
-from pytest_benchmarks.envs.libero_pick_expert import ASIDE, AsideExpert, PickPlaceExpert
-from pytest_benchmarks.envs.libero_pull_expert import SLIDE, HandlePullExpert, opened_box
+from pytest_benchmarks.envs.libero.expert.door import DoorPullExpert
+from pytest_benchmarks.envs.libero.expert.drag import HandleDragExpert, handle_too_low
+from pytest_benchmarks.envs.libero.expert.joint import PUSHES, JointPushExpert
+from pytest_benchmarks.envs.libero.expert.motion import body_box
+from pytest_benchmarks.envs.libero.expert.pick import ASIDE, AsideExpert, PickPlaceExpert
+from pytest_benchmarks.envs.libero.expert.pull import SLIDE, HandlePullExpert, opened_box
 
 GOAL = re.compile(r"\(:goal(.*)", re.S | re.I)
 PREDICATE = re.compile(r"\((\w+)((?:\s+\w+)+)\s*\)")

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_benchmarks.envs.libero_motion import (
+from pytest_benchmarks.envs.libero.expert.motion import (
     CLEARANCE,
     ON_LINE,
     Box,

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from pytest_benchmarks.envs.libero_motion import ON_LINE, Box, GripSite
+from pytest_benchmarks.envs.libero.expert.motion import ON_LINE, Box, GripSite
 
 #: Radians the hand tilts toward the opening before the object's far edge is set down; metres
 #: the far edge stops before the region, and above the floor when let go.
