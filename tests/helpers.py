@@ -8,6 +8,15 @@ from pathlib import Path
 from typing import Any
 
 TESTS = Path(__file__).parent
+ROOT = TESTS.parent
+#: The front page and every page of the manual: the commands and examples the tests run.
+DOC_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def docs_text() -> str:
+    """README.md and the manual's pages, one after another."""
+    return "\n\n".join(page.read_text() for page in DOC_PAGES)
+
 
 #: What an xdist worker exports to its children; pytest-benchmark reads it as "xdist is on",
 #: so a session a test starts under xdist drops them to time anything.

@@ -12,7 +12,7 @@ from helpers import outcomes, read_metrics
 
 CHECKED = """
 import pytest
-from pytest_benchmarks.plugin.checks import check_success_rate
+from pytest_benchmarks import check_success_rate
 
 pytestmark = pytest.mark.benchmark_env("toy")
 

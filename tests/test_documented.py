@@ -1,4 +1,4 @@
-"""What the README promises about sessions, each checked by running it: ini keys, the auto batch
+"""What the README and the manual promise about sessions, each checked by running it: ini keys, the auto batch
 size under xdist, --dist modes, where and when simulators are built, the API's policy kinds and
 --benchmark-device auto."""
 

@@ -241,7 +241,7 @@ def test_scripted_expert_covers_pick_and_place_goals_from_bddl():
         suite: sum(benchmark.scripted_missing(t) is None for t in benchmark.select([suite]))
         for suite in ("libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90")
     }
-    # README's 130 of 130: none planned and known to fail is left out.
+    # docs/benchmarks/libero.md's 130 of 130: none planned and known to fail is left out.
     assert covered == {
         "libero_spatial": 10,
         "libero_object": 10,
@@ -1069,7 +1069,7 @@ def test_scripted_expert_succeeds_through_pytest(pytester: pytest.Pytester):
     pytester.makepyfile(
         """
 import pytest
-from pytest_benchmarks.plugin.checks import check_success_rate
+from pytest_benchmarks import check_success_rate
 
 pytestmark = pytest.mark.benchmark_env("libero")
 

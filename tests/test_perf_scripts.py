@@ -1,5 +1,5 @@
 """The rendering and reset measurements under benchmarks/perf run, tiny, and print what the
-README quotes."""
+the manual (docs/performance.md) quotes."""
 
 from __future__ import annotations
 

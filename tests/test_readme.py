@@ -1,5 +1,5 @@
-"""The README's examples, run as written: its code blocks, and its commands with a smaller
-selection appended (the option given last wins)."""
+"""The examples of the README and the manual (docs/), run as written: their code blocks, and
+their commands with a smaller selection appended (the option given last wins)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import XDIST_VARIABLES, outcomes, read_metrics
+from helpers import XDIST_VARIABLES, docs_text, outcomes, read_metrics
 from test_policies import train_tiny_policy
 from test_smoke import tox_commands
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
 
 
 def readme_example(name: str) -> str:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    blocks = re.findall(r"```python\n(.*?)```", docs_text(), re.S)
     return next(block for block in blocks if f"def {name}(" in block)
 
 
@@ -67,7 +66,7 @@ def test_runs(evaluate):
 def readme_commands(start: str) -> list[list[str]]:
     """Every command of the README's shell blocks that starts with ``start`` (continuation
     lines joined, ``&&`` chains split), as arguments."""
-    blocks = re.findall(r"^```(\w*)\n(.*?)^```$", README.read_text(), re.S | re.M)
+    blocks = re.findall(r"^```(\w*)\n(.*?)^```$", docs_text(), re.S | re.M)
     commands = []
     for language, block in blocks:
         if language not in ("", "bash"):
@@ -156,7 +155,7 @@ def test_the_readme_api_example_runs(tmp_path: Path):
 
 
 def readme_example_with(line: str) -> str:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    blocks = re.findall(r"```python\n(.*?)```", docs_text(), re.S)
     return next(block for block in blocks if line in block)
 
 

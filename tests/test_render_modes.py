@@ -15,7 +15,7 @@ from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.engine import rendering
 from pytest_benchmarks.envs.mujoco.render import configure_xml
-from pytest_benchmarks.plugin.gate import SnapshotFormatError, check_render, read
+from pytest_benchmarks.metrics.snapshots import SnapshotFormatError, check_render, read
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -169,8 +169,8 @@ def test_task_scheduling_groups_by_task(pytester):
 
 
 def test_rollout_checks_name_what_broke():
+    from pytest_benchmarks import check_rollout, check_success_rate
     from pytest_benchmarks.core.tasks import EnvConfig
-    from pytest_benchmarks.plugin.checks import check_rollout, check_success_rate
 
     mw = catalog.get("metaworld")
     task = mw.select(["push-v3"])[0]

@@ -8,10 +8,10 @@ from collections.abc import Callable
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
+from pytest_benchmarks import check_rollout
 from pytest_benchmarks.core.processors import EnvProcessors
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.engine.vector import LazyVectorEnv
-from pytest_benchmarks.plugin.checks import check_rollout
 
 pytestmark = pytest.mark.benchmark_env("metaworld")
 

@@ -8,8 +8,8 @@ and not measurable with it (benchmarks/perf/render_profile.py, render_speed.py).
 turns off what costs a CPU renderer most: the 4x multisampling, the shadow pass and the
 reflection pass, and draws every mesh coarsened on a 4 mm grid (``mesh_detail``: a LIBERO
 frame's cost follows its triangle count); LIBERO's cameras also leave out the geoms outside their
-view (``view_cull``, the same pixels). Its images differ from ``faithful``'s; the README gives by
-how much.
+view (``view_cull``, the same pixels). Its images differ from ``faithful``'s;
+docs/performance.md gives by how much.
 
 mujoco is imported inside the functions: the GL backend must be chosen before its import.
 """

@@ -1,4 +1,5 @@
-"""Assertions a benchmark's ``test_rollout`` shares: the pipeline ran every episode cleanly."""
+"""The checks a benchmark test shares (``from pytest_benchmarks import check_rollout``): the
+pipeline ran every episode cleanly, and a policy expected to succeed did at least once."""
 
 from __future__ import annotations
 

@@ -1,0 +1,223 @@
+"""The snapshot file format: what a task's snapshot holds, written and read back.
+
+One JSON file per task, ``__benchmark_snapshots__/<test module>/<test>/<benchmark>/<task>.json``:
+the counts, the policy, the settings the outcome depends on, and one line per episode (index,
+seed, initial state, success, steps; never timings), so a changed episode is a one-line diff and
+a deterministic rerun leaves the file untouched. The plugin's gate and ``pytest-benchmarks``
+read it the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_benchmarks.core.errors import one_line
+from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
+
+#: Beside syrupy's own ``__snapshots__``, not inside it: syrupy's default extension claims every
+#: file in its directory that no extension used, and would report (and with --snapshot-update
+#: delete) the snapshots of tasks a partial run left out.
+DIRNAME = "__benchmark_snapshots__"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]")
+
+
+def file_stem(task_id: str, suffix: str = "") -> str:
+    """A task id as a path below a test's snapshot directory (``metaworld/push-v3``), with
+    characters a file name should not hold replaced."""
+    parts = [_UNSAFE.sub("_", part) for part in task_id.split("/")]
+    return "/".join(parts) + _UNSAFE.sub("_", suffix)
+
+
+class SnapshotFormatError(ValueError):
+    """A snapshot file that is not a task snapshot this version can read."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a snapshot file holds, read back."""
+
+    id: str
+    episodes: list[EpisodeRecord]
+    policy: dict[str, Any]
+    #: The settings the episodes ran with; empty in snapshots written before they were stored.
+    settings: dict[str, Any]
+
+
+def document(result: TaskResult, settings: dict[str, Any]) -> dict[str, Any]:
+    """What a snapshot keeps: the counts, the policy, the settings the outcome depends on, and
+    each episode's outcome, never timings."""
+    return {
+        "id": result.task.id,
+        "env": result.task.env,
+        "suite": result.task.suite,
+        "task": result.task.task,
+        "successes": result.successes,
+        "n_episodes": result.n_episodes,
+        "pc_success": result.pc_success,
+        "policy": result.policy,
+        "settings": settings,
+        "episodes": [
+            {
+                "index": e.index,
+                "seed": e.seed,
+                "init_state": e.init_state,
+                "success": e.success,
+                "steps": e.steps,
+            }
+            for e in result.episodes
+        ],
+    }
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    """Indented JSON with one line per episode, so that a changed episode is a one-line diff."""
+    doc = dict(doc)
+    episodes = doc.pop("episodes")
+    head = json.dumps(doc, indent=2)[: -len("\n}")]
+    rows = ",\n".join(f"    {json.dumps(e)}" for e in episodes)
+    body = f"[\n{rows}\n  ]" if episodes else "[]"
+    return f'{head},\n  "episodes": {body}\n}}\n'
+
+
+#: What a snapshot file must hold (``document`` writes it); extra keys are allowed.
+SNAPSHOT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["id", "episodes"],
+    "properties": {
+        "id": {"type": "string"},
+        "successes": {"type": "integer", "minimum": 0},
+        "n_episodes": {"type": "integer", "minimum": 0},
+        "policy": {"type": "object"},
+        "settings": {"type": "object"},
+        "episodes": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["index", "seed", "init_state", "success", "steps"],
+                "properties": {
+                    "index": {"type": "integer", "minimum": 0},
+                    "seed": {"type": "integer", "minimum": 0},
+                    "init_state": {"type": "integer", "minimum": 0},
+                    "success": {"type": "boolean"},
+                    "steps": {"type": "integer", "minimum": 0},
+                },
+            },
+        },
+    },
+}
+
+
+def read(text: str) -> Snapshot:
+    """A snapshot's content, checked against SNAPSHOT_SCHEMA and for counts that agree with
+    its episodes and indices that are unique; SnapshotFormatError (one line) if it is not."""
+    import jsonschema
+
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, RecursionError, ValueError) as exc:
+        raise SnapshotFormatError(f"not valid JSON ({one_line(exc)})") from None
+    try:
+        jsonschema.validate(doc, SNAPSHOT_SCHEMA)
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "top level"
+        raise SnapshotFormatError(
+            f"not a task snapshot ({where}: {exc.message.splitlines()[0][:120]})"
+        ) from None
+    episodes = [
+        EpisodeRecord(
+            **{k: e[k] for k in ("index", "seed", "init_state", "success", "steps")},
+            sum_reward=0.0,
+            max_reward=0.0,
+            duration_s=0.0,
+        )
+        for e in doc["episodes"]
+    ]
+    indices = [e.index for e in episodes]
+    if len(set(indices)) != len(indices):
+        repeated = sorted({i for i in indices if indices.count(i) > 1})
+        raise SnapshotFormatError(f"episode index {repeated[0]} appears more than once")
+    counts = {"n_episodes": len(episodes), "successes": sum(e.success for e in episodes)}
+    for key, actual in counts.items():
+        if key in doc and doc[key] != actual:
+            raise SnapshotFormatError(f"{key} is {doc[key]}, but its episodes give {actual}")
+    settings = doc.get("settings") or {}
+    if settings.get("obs", "state") != "state" and "render" not in settings:
+        # Pixel snapshots stored before the render mode was recorded were rendered faithfully.
+        settings = {**settings, "render": "faithful"}
+    return Snapshot(doc["id"], episodes, doc.get("policy") or {}, settings)
+
+
+def setting_changes(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """``seed 1000 → 5000`` for each setting the snapshot recorded that this run changes."""
+    return [
+        f"{key} {_text(stored[key])} → {_text(current.get(key))}"
+        for key in sorted(stored)
+        if key in current and stored[key] != current[key]
+    ]
+
+
+def check_render(stored: dict[str, Any], current: dict[str, Any]) -> None:
+    """Refuse, in one line, to judge images of one render mode against another's outcomes
+    (settings record the mode only where images were rendered)."""
+    old, new = stored.get("render"), current.get("render")
+    if old and new and old != new:
+        raise SnapshotFormatError(
+            f"the snapshot was rendered {old}, this run {new}: runs of different render modes "
+            f"are not compared; run with --benchmark-render={old}, or store a {new} snapshot "
+            "with --snapshot-update --benchmark-snapshot-replace"
+        )
+
+
+def differences(snap: Snapshot, policy: dict[str, Any], settings: dict[str, Any]) -> list[str]:
+    """Why the snapshot and this run are not the same experiment, one note each."""
+    notes = []
+    old = snap.policy.get("id"), snap.policy.get("revision")
+    if snap.policy and old != (policy.get("id"), policy.get("revision")):
+        notes.append(
+            f"the snapshot is of another policy ({_policy_text(snap.policy)}, this run "
+            f"{_policy_text(policy)}): a different experiment"
+        )
+    changes = setting_changes(snap.settings, settings)
+    if changes:
+        notes.append(f"the snapshot ran other settings ({', '.join(changes)})")
+    return notes
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, list):
+        return "x".join(map(str, value))
+    return "default" if value is None else str(value)
+
+
+def _policy_text(policy: dict[str, Any]) -> str:
+    revision = policy.get("revision")
+    return f"{policy.get('id')}" + (f"@{revision}" if revision else "")
+
+
+def keep_reason(
+    stored_text: str, serialized: str, settings: dict[str, Any], replace: bool
+) -> str | None:
+    """Why a run must not replace the stored snapshot (fewer episodes, other settings), or
+    None. Never with ``replace`` (--benchmark-snapshot-replace); an unreadable one is replaced."""
+    if replace:
+        return None
+    try:
+        stored = read(stored_text)
+    except SnapshotFormatError:
+        return None
+    new = read(serialized)
+    reasons = []
+    if len(new.episodes) < len(stored.episodes):
+        held = len(stored.episodes)
+        reasons.append(f"it holds {held} episodes, this run {len(new.episodes)}")
+    changes = setting_changes(stored.settings, settings)
+    if changes:
+        reasons.append(f"this run changed {', '.join(changes)}")
+    if not reasons:
+        return None
+    return (
+        f"{new.id}: snapshot kept: {'; '.join(reasons)} (--benchmark-snapshot-replace replaces it)"
+    )
