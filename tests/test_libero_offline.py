@@ -487,7 +487,7 @@ def test_a_bowl_at_full_reach_to_go_a_little_back_is_taken_with_the_hand_tilted_
     12 cm back onto the bowl in the middle. Taken straight down, the carry stalled with the
     elbow at its limit and the bowl was let go beside its target (the episode failed); tilted,
     the elbow stays bent while it carries and LIBERO's own check ends the episode."""
-    from pytest_benchmarks.envs.libero.expert.pick import FAR_BACK, FAR_REACH
+    from pytest_benchmarks.envs.libero.expert.pick_plan import FAR_BACK, FAR_REACH
 
     with expert_episode("libero_90/16", 400, index=1) as (env, obs):
         (pick,) = env._expert.steps
@@ -502,7 +502,9 @@ def test_a_bowl_at_full_reach_to_go_a_little_back_is_taken_with_the_hand_tilted_
         bends: list[float] = []
 
         def watch() -> None:
-            if pick.PHASES[min(pick.phase, len(pick.PHASES) - 1)] == "carry":
+            from pytest_benchmarks.envs.libero.expert.pick import Phase
+
+            if min(pick.phase, Phase.RETREAT) == Phase.CARRY:
                 bends.append(limit - float(problem.sim.data.qpos[elbow]))
 
         assert run_expert(env, obs, 400, watch)
@@ -514,7 +516,7 @@ def test_a_mug_at_the_arms_full_reach_is_taken_with_the_hand_tilted():
     down, the arm is straight there, its elbow at the joint's limit, and the carry back to the
     caddy stalls; tilted, the elbow stays bent through the grasp and LIBERO's own check ends
     the episode."""
-    from pytest_benchmarks.envs.libero.expert.pick import FAR_REACH, REACH_TILT
+    from pytest_benchmarks.envs.libero.expert.pick_plan import FAR_REACH, REACH_TILT
 
     with expert_episode("libero_90/84", 400) as (env, obs):
         (pick,) = env._expert.steps
@@ -527,7 +529,9 @@ def test_a_mug_at_the_arms_full_reach_is_taken_with_the_hand_tilted():
         bends: list[float] = []
 
         def watch() -> None:
-            if pick.PHASES[pick.phase] == "close":
+            from pytest_benchmarks.envs.libero.expert.pick import Phase
+
+            if pick.phase == Phase.CLOSE:
                 bends.append(limit - float(problem.sim.data.qpos[elbow]))
 
         assert run_expert(env, obs, 400, watch)
@@ -617,7 +621,7 @@ def test_a_bowl_hemmed_in_by_a_drawer_is_taken_round_its_rim():
     own check ends the episode. libero_spatial/0's bowl, on the open table, keeps the usual
     grasp."""
     from pytest_benchmarks.envs.libero.expert.motion import body_box
-    from pytest_benchmarks.envs.libero.expert.pick import ALONG_Y
+    from pytest_benchmarks.envs.libero.expert.pick_plan import ALONG_Y
     from pytest_benchmarks.envs.libero.expert.rim import RIM_IN, fingers_meet, gripper_meets
 
     with expert_episode("libero_spatial/4", 280, index=1) as (env, obs):
@@ -664,8 +668,9 @@ def test_a_slanted_book_is_taken_across_its_spine_and_turned_into_its_caddy_slot
     region, and LIBERO's own check ends the episode. The basket of
     libero_object/0 is no compartment: its centre, the line unchanged."""
     from pytest_benchmarks.api import evaluate
+    from pytest_benchmarks.envs.libero.expert.hand import GRIPPER_SPAN
     from pytest_benchmarks.envs.libero.expert.motion import body_box
-    from pytest_benchmarks.envs.libero.expert.pick import ALONG_X, ALONG_Y, GRIPPER_SPAN
+    from pytest_benchmarks.envs.libero.expert.pick_plan import ALONG_X, ALONG_Y
 
     task = catalog.get("libero").select(["libero_10/5"])[0]
     env = lib.LiberoTaskEnv(EnvConfig(task, 10, 1000, obs="state", privileged=True))
@@ -695,8 +700,9 @@ def test_a_bowl_under_the_opened_drawer_is_taken_with_the_hand_tilted():
     aside first (the plan, made with the drawer set open for the moment, finds the tilted grasp):
     the drawer is pulled, the bowl taken from under it, and LIBERO's own check ends the episode
     within the suite's 300 steps, the hand never touching the cabinet once the drawer is open."""
+    from pytest_benchmarks.envs.libero.expert.aside import AsideExpert
     from pytest_benchmarks.envs.libero.expert.motion import body_box, body_tree
-    from pytest_benchmarks.envs.libero.expert.pick import ROBOT_PARTS, AsideExpert
+    from pytest_benchmarks.envs.libero.expert.pick_scene import ROBOT_PARTS
     from pytest_benchmarks.envs.libero.expert.rim import UNDER_TILTS, gripper_meets
     from pytest_benchmarks.envs.libero.tasks import MAX_STEPS
 
@@ -728,7 +734,9 @@ def test_a_bowl_under_the_opened_drawer_is_taken_with_the_hand_tilted():
             for contact in data.contact[: data.ncon]:
                 pair = {model.geom_bodyid[contact.geom1], model.geom_bodyid[contact.geom2]}
                 if pair & robot and pair & cabinet:
-                    touched.append(pick.PHASES[pick.phase])
+                    from pytest_benchmarks.envs.libero.expert.pick import Phase
+
+                    touched.append(Phase(pick.phase).name)
 
         assert run_expert(env, obs, MAX_STEPS["libero_goal"], watch)
         assert max(moved) < 0.005  # the drawer pulled open over the bowl, not into it
@@ -779,8 +787,9 @@ def test_an_object_too_long_to_take_turned_is_turned_a_quarter_on_its_way_into_a
     the turned hand closed on its end and never lifted it)."""
     from scipy.spatial.transform import Rotation
 
+    from pytest_benchmarks.envs.libero.expert.hand import GRIPPER_SPAN
     from pytest_benchmarks.envs.libero.expert.motion import body_box
-    from pytest_benchmarks.envs.libero.expert.pick import ALONG_X, ALONG_Y, GRIPPER_SPAN
+    from pytest_benchmarks.envs.libero.expert.pick_plan import ALONG_X, ALONG_Y
     from pytest_benchmarks.envs.libero.tasks import MAX_STEPS
 
     with expert_episode("libero_90/5", MAX_STEPS["libero_90"], index=4) as (env, obs):
@@ -835,8 +844,10 @@ def test_a_bowl_the_drawer_would_overhang_is_moved_out_of_its_way_first():
     past the arm's reach: the spot it would go to also steps across, to a place the arm reaches
     (it stays where it stands: it is taken from under the drawer, as the test before shows)."""
     from pytest_benchmarks.api import evaluate
+    from pytest_benchmarks.envs.libero.expert.aside import AsideExpert
     from pytest_benchmarks.envs.libero.expert.motion import body_box
-    from pytest_benchmarks.envs.libero.expert.pick import FAR_REACH, AsideExpert, PickPlaceExpert
+    from pytest_benchmarks.envs.libero.expert.pick import PickPlaceExpert
+    from pytest_benchmarks.envs.libero.expert.pick_plan import FAR_REACH
     from pytest_benchmarks.envs.libero.expert.pull import HandlePullExpert, opened_box
 
     plans, spots = {}, {}
@@ -875,8 +886,8 @@ def test_a_moka_pot_is_taken_by_its_handle():
     its handle stands out on one side, thin across x: the hand turns, the fingers close across
     the handle, and the pot ends on the stove by LIBERO's own check."""
     from pytest_benchmarks.api import evaluate
+    from pytest_benchmarks.envs.libero.expert.hand import GRIPPER_SPAN
     from pytest_benchmarks.envs.libero.expert.motion import body_box
-    from pytest_benchmarks.envs.libero.expert.pick import GRIPPER_SPAN
 
     task = catalog.get("libero").select(["libero_90/19"])[0]
     env = lib.LiberoTaskEnv(EnvConfig(task, 10, 1000, obs="state", privileged=True))
@@ -980,8 +991,9 @@ def test_a_flat_box_beside_a_tall_carton_is_taken_clear_of_the_carton():
     both in the basket."""
     from scipy.spatial.transform import Rotation
 
+    from pytest_benchmarks.envs.libero.expert.hand import OVER
     from pytest_benchmarks.envs.libero.expert.motion import CLEARANCE, body_box
-    from pytest_benchmarks.envs.libero.expert.pick import OVER, SUPPORT
+    from pytest_benchmarks.envs.libero.expert.pick_plan import SUPPORT
     from pytest_benchmarks.envs.libero.expert.rim import gripper_meets
 
     with expert_episode("libero_10/1", 520, index=4) as (env, obs):
@@ -1003,7 +1015,9 @@ def test_a_flat_box_beside_a_tall_carton_is_taken_clear_of_the_carton():
         moved, tipped, reached = [], [], []
 
         def watch() -> None:
-            if env._expert.index or first.PHASES[first.phase] not in ("descend", "close"):
+            from pytest_benchmarks.envs.libero.expert.pick import Phase
+
+            if env._expert.index or first.phase not in (Phase.DESCEND, Phase.CLOSE):
                 return
             moved.append(float(np.linalg.norm(data.xpos[milk][:2] - standing[:2])))
             turn = pose.T @ data.xmat[milk].reshape(3, 3)
@@ -1021,8 +1035,8 @@ def test_a_mug_is_carried_over_the_caddy_corner_on_its_way():
     the caddy's top: it struck the corner and fell out of the fingers (the episode failed). The
     hand carries it higher, its bottom over the caddy, which it never touches, and LIBERO's own
     check ends the episode."""
+    from pytest_benchmarks.envs.libero.expert.hand import OVER
     from pytest_benchmarks.envs.libero.expert.motion import CLEARANCE, body_box, body_tree
-    from pytest_benchmarks.envs.libero.expert.pick import OVER
 
     with expert_episode("libero_90/85", 150, index=5) as (env, obs):
         step = env._expert.steps[0]
@@ -1040,7 +1054,9 @@ def test_a_mug_is_carried_over_the_caddy_corner_on_its_way():
             for contact in data.contact[: data.ncon]:
                 bodies = {model.geom_bodyid[contact.geom1], model.geom_bodyid[contact.geom2]}
                 if mug in bodies and bodies & caddy:
-                    struck.append(step.PHASES[step.phase])
+                    from pytest_benchmarks.envs.libero.expert.pick import Phase
+
+                    struck.append(Phase(step.phase).name)
 
         assert run_expert(env, obs, 150, watch)
         assert not struck

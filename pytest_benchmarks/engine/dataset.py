@@ -39,7 +39,7 @@ class DatasetSummary:
 
 def lerobot_features(episode: RecordedEpisode) -> dict[str, dict[str, Any]]:
     """LeRobot feature specs for an episode's frames: uint8 HxWx3 arrays are images."""
-    features = {}
+    features: dict[str, dict[str, Any]] = {}
     for key, rows in episode.frames.items():
         shape = tuple(int(n) for n in rows.shape[1:])
         if rows.dtype == np.uint8 and len(shape) == 3 and shape[-1] == 3:

@@ -137,7 +137,8 @@ def write_part(parts: Path, episode: RecordedEpisode) -> Path:
         "robot_type": episode.robot_type,
     }
     data = io.BytesIO()
-    np.savez(data, **episode.frames, **{_META: np.array(json.dumps(meta))})
+    arrays: dict[str, Any] = {**episode.frames, _META: np.array(json.dumps(meta))}
+    np.savez(data, **arrays)
     write_atomic(path, data.getvalue(), fsync=False)
     return path
 

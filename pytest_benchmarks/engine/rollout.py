@@ -93,6 +93,7 @@ def run_episodes(
     n = env.num_envs
     if len(plan) < n:
         raise ValueError(f"{len(plan)} episodes cannot fill {n} env slots")
+    assert isinstance(env.single_action_space, gym.spaces.Box), env.single_action_space
     check_actions = ActionCheck(env.single_action_space, n)
     pending = deque(plan)
     running: list[EpisodeSpec | None] = [None] * n
@@ -103,6 +104,7 @@ def run_episodes(
     steps = [0] * n
     succeeded = [False] * n
     started = [0.0] * n
+    fresh = False  # episodes began in the last reset (``start``)
 
     def start(slots: Sequence[int]) -> object:
         """Start the next planned episodes in ``slots``; park the slots left without one."""

@@ -19,7 +19,7 @@ from dataclasses import replace
 from functools import partial
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -89,7 +89,7 @@ class SlotEnv(gym.Env[Any, Any]):
             self._video.start(index, self._env)
         return obs, {}
 
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         if self._ended or self._env is None:
             # Parked: no episode runs here, so nothing ends either.
             return self._last_obs, 0.0, False, False, {"success": False}
@@ -188,7 +188,7 @@ def make_vector_env(
         processes = list(getattr(env, "processes", ()))
         dead = exited(processes, wait_s=2.0)
         stop_processes(processes, 0.0)
-        env.closed = True  # type: ignore[attr-defined]
+        env.closed = True
         if dead is None:
             raise
         raise WorkerStartError(f"{dead} while starting") from exc
@@ -262,7 +262,7 @@ class LazyVectorEnv:
             for pipe in pipes:
                 pipe.close()
             # gymnasium's own close would wait on the workers without limit; they are gone.
-            env.closed = True  # type: ignore[attr-defined]
+            env.closed = True
 
     def dead_workers(self, wait_s: float = 2.0) -> str | None:
         """Which vector-env workers died and how (``worker 1 (pid 42) killed by SIGKILL``).
@@ -335,7 +335,8 @@ def reset_slots(
     """Reset ``slots`` (slot -> (seed, init_state, episode index), or None to park it); others
     stay untouched."""
     mask = np.zeros(env.num_envs, dtype=np.bool_)
-    seeds: list[int | None] = [None] * env.num_envs
+    # gymnasium's vector reset takes one seed per env, though its annotation says one int.
+    seeds: Any = [None] * env.num_envs
     options: list[dict[str, Any]] = [{} for _ in range(env.num_envs)]
     for slot, start in slots.items():
         mask[slot] = True

@@ -98,7 +98,8 @@ def schema() -> dict[str, Any]:
         .joinpath("schema/metrics.schema.json")
         .read_text()
     )
-    return json.loads(text)
+    document: dict[str, Any] = json.loads(text)
+    return document
 
 
 def load_results(document: Mapping[str, Any]) -> list[TaskResult]:

@@ -64,8 +64,8 @@ def family(item: pytest.Item) -> tuple[str, frozenset[str], int, int]:
                 for s in plan_episodes(benchmark, task, settings.seed, settings.indices)
             ]
             reach[task.id] = reachable_p(stored.episodes, keys)
-        members, k = tarone(reach, settings.alpha)
-        state.gate_families[key] = (frozenset(members), k, len(reach))
+        chosen, k = tarone(reach, settings.alpha)
+        state.gate_families[key] = (frozenset(chosen), k, len(reach))
     members, k, compared = state.gate_families[key]
     return key, members, k, compared
 
@@ -126,7 +126,7 @@ class GatedResult(TaskResult):
             return check_against_snapshot(self, other)
         return super().__eq__(other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
     @classmethod
     def of(cls, result: TaskResult) -> GatedResult:

@@ -97,19 +97,21 @@ def _task_param(state: SessionState, task: TaskRef) -> Any:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    keep, drop = [], []
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
     state = get_state(config)
     for item in items:
         callspec = getattr(item, "callspec", None)
         param = callspec.params.get("benchmark_task") if callspec else None
-        (drop if isinstance(param, _Excluded) else keep).append(item)
+        if isinstance(param, _Excluded):
+            drop.append(item)
+            state.deselected[param.env] = state.deselected.get(param.env, 0) + 1
+        else:
+            keep.append(item)
         state.collected += isinstance(param, TaskRef)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
-        for item in drop:
-            env = item.callspec.params["benchmark_task"].env  # type: ignore[attr-defined]
-            state.deselected[env] = state.deselected.get(env, 0) + 1
 
 
 @pytest.hookimpl(wrapper=True)

@@ -56,7 +56,7 @@ def policy_view(features: dict[str, Feature]) -> dict[str, Feature]:
     }
 
 
-def episode_state_names(policy: torch.nn.Module) -> list[str]:
+def episode_state_names(policy: Any) -> list[str]:
     """The attributes holding a LeRobot policy's per-episode state, as ``reset()`` leaves them.
 
     Queues (``_queues``, ``_action_queue``: deques or dicts of deques) and ensemblers; what

@@ -22,7 +22,8 @@ class RandomPolicy:
             self.rngs[slot] = np.random.default_rng(seed)
 
     def act(self, batch: dict[str, Any]) -> np.ndarray:
-        low, high = self.space.low, self.space.high
+        low: Any = self.space.low
+        high: Any = self.space.high
         rows = [rng.uniform(low, high).astype(self.space.dtype) for rng in self.rngs]
         return np.stack(rows)
 
@@ -69,9 +70,11 @@ class NoisyPolicy:
 
     def act(self, batch: dict[str, Any]) -> np.ndarray:
         actions = np.array(self.inner.act(batch), copy=True)
+        low: Any = self.space.low
+        high: Any = self.space.high
         for slot, rng in enumerate(self.rngs):
             if rng.random() < self.fraction:
-                actions[slot] = rng.uniform(self.space.low, self.space.high)
+                actions[slot] = rng.uniform(low, high)
         return actions.astype(self.space.dtype, copy=False)
 
     def identity(self) -> dict[str, str | None]:

@@ -98,7 +98,7 @@ def hub_policy(
     argument: str, config: EnvConfig, features: dict[str, Feature], num_envs: int, device: str
 ) -> Policy:
     folder, repo_id, commit = hub_snapshot(argument)
-    identity = {"source": "hub", "id": repo_id, "revision": commit}
+    identity: dict[str, str | None] = {"source": "hub", "id": repo_id, "revision": commit}
     return torch_checkpoint(folder, identity, config, features, num_envs, device)
 
 

@@ -96,7 +96,7 @@ def load_pretrained(directory: Path, device: str) -> nn.Module:
     if not (isinstance(cls, type) and issubclass(cls, PyTorchModelHubMixin)):
         raise PolicyLoadError(f"{name} is not a PyTorchModelHubMixin model class")
     try:
-        model = cls.from_pretrained(str(directory), map_location=device)
+        model: Any = cls.from_pretrained(str(directory), map_location=device)
     except Exception as exc:
         raise PolicyLoadError(
             f"{directory}: {cls.__name__}.from_pretrained failed: {exc}"

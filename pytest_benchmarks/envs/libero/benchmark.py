@@ -52,7 +52,7 @@ DEFAULT_SETTLE_STEPS = 10
 N_INIT_STATES = 50
 
 
-class LiberoTaskEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
+class LiberoTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
     """One LIBERO task; ``reset(options={"init_state": k, "index": i})`` starts episode i from
     the suite's state k (``index`` pins the fixtures' placement: ``PropertySamplers``)."""
 

@@ -123,11 +123,11 @@ def compiled_from_construction(processor: Callable[[str], str] | None) -> Iterat
             env._xml_processor = processor
         CompiledScene.install(env).initialize_sim(xml_string)
 
-    MujocoEnv._initialize_sim = initialize_sim  # type: ignore[method-assign]
+    MujocoEnv._initialize_sim = initialize_sim
     try:
         yield
     finally:
-        MujocoEnv._initialize_sim = original  # type: ignore[method-assign]
+        MujocoEnv._initialize_sim = original
 
 
 class PropertySamplers:

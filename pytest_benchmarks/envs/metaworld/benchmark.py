@@ -51,7 +51,7 @@ class MetaWorldTaskEnv(gym.Env[np.ndarray, np.ndarray]):
         self._goals = MT1Goals(name, config.seed)  # MT1's goals, drawn as episodes ask
         self._pixels = config.obs in ("pixels", "lerobot")
         height, width = config.image_size
-        render = {"render_mode": "rgb_array", "camera_name": CAMERA, "width": width,
+        render: dict[str, Any] = {"render_mode": "rgb_array", "camera_name": CAMERA, "width": width,
                   "height": height} if self._pixels or config.video != "none" else {}  # fmt: skip
         self._frame: np.ndarray | None = None
         self._current: Callable[[], None] = lambda: None  # makes this env's GL context current
@@ -201,7 +201,8 @@ class ScriptedMetaWorldPolicy:
     def __init__(self, task: str) -> None:
         from metaworld.policies import ENV_POLICY_MAP
 
-        self._expert = ENV_POLICY_MAP[task]()
+        expert: Any = ENV_POLICY_MAP[task]  # a concrete policy class, typed as the base
+        self._expert = expert()
         self._name = type(self._expert).__name__
 
     def reset(self, slots: Sequence[int], seeds: Sequence[int]) -> None:

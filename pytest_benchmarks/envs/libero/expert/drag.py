@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from pytest_benchmarks.envs.libero.expert.hand import HAND
 from pytest_benchmarks.envs.libero.expert.motion import (
     CLEARANCE,
     FingerAxis,
@@ -33,7 +34,6 @@ from pytest_benchmarks.envs.libero.expert.motion import (
     turn_action,
 )
 from pytest_benchmarks.envs.libero.expert.pull import handle_box, opening
-from pytest_benchmarks.envs.libero.expert.rim import HAND
 
 TILT = np.radians(40.0)  # the hand's tilt from pointing straight down, fingertips inward
 FRONT = 0.08  # metres out from the bar where the hand comes down to its height

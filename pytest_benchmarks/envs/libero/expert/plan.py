@@ -26,11 +26,12 @@ from typing import Any
 
 import numpy as np
 
+from pytest_benchmarks.envs.libero.expert.aside import AsideExpert
 from pytest_benchmarks.envs.libero.expert.door import DoorPullExpert
 from pytest_benchmarks.envs.libero.expert.drag import HandleDragExpert, handle_too_low
 from pytest_benchmarks.envs.libero.expert.joint import PUSHES, JointPushExpert
 from pytest_benchmarks.envs.libero.expert.motion import body_box
-from pytest_benchmarks.envs.libero.expert.pick import ASIDE, AsideExpert, PickPlaceExpert
+from pytest_benchmarks.envs.libero.expert.pick import ASIDE, PickPlaceExpert
 from pytest_benchmarks.envs.libero.expert.pull import SLIDE, HandlePullExpert, opened_box
 
 GOAL = re.compile(r"\(:goal(.*)", re.S | re.I)
@@ -122,7 +123,12 @@ def _with_drawers_opened(env: Any, goal: list[tuple[str, ...]]) -> list[tuple[st
     for kind, *args in goal:
         target = args[-1]
         site = env.object_sites_dict.get(target) if kind == "in" else None
-        if target.endswith(DRAWER) and getattr(site, "joints", None) and target not in opened:
+        if (
+            target.endswith(DRAWER)
+            and site is not None
+            and getattr(site, "joints", None)
+            and target not in opened
+        ):
             joint = env.sim.model.joint_name2id(next(iter(site.joints)))
             if int(env.sim.model._model.jnt_type[joint]) == SLIDE:
                 added.append(("open", target))

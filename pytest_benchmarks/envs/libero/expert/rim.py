@@ -23,14 +23,9 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from pytest_benchmarks.envs.libero.expert.hand import FINGER, HAND
 from pytest_benchmarks.envs.libero.expert.motion import collides
 
-#: The open fingers, each a box (centre, half-size) in the grip site's frame, mirrored in x:
-#: from 3.2 to 6.8 cm out along the finger line, 4.9 cm above to 1.2 cm below the site.
-FINGER = (np.array([0.05, 0.0, -0.0185]), np.array([0.018, 0.011, 0.0305]))
-#: The hand and, above it, the wrist's reach: 2.6 to 25 cm above the site, 20.8 cm along the
-#: finger line and 6.4 cm across it.
-HAND = (np.array([0.0, 0.0, -0.138]), np.array([0.104, 0.032, 0.112]))
 RIM_IN = 0.012  # metres inside the object's edge the fingers close on the rim
 #: Metres higher on the rim than the usual grasp the fingers may close, round it, where nowhere
 #: at the usual height is clear: the hand's bottom then clears a cabinet's top just above a

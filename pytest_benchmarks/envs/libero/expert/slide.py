@@ -124,10 +124,10 @@ class SlideIn:
             done = turn_left < ON_LINE or self.count > 60
         elif self.phase == "front":
             goal = self.front
-            done = np.linalg.norm(goal - eef) < 0.01 or self.count > 80
+            done = bool(np.linalg.norm(goal - eef) < 0.01) or self.count > 80
         elif self.phase == "in":
             goal = self.inside
-            done = np.linalg.norm(goal - eef) < 0.01 or self.count > 60
+            done = bool(np.linalg.norm(goal - eef) < 0.01) or self.count > 60
         elif self.phase == "open":
             grip, done = -1.0, self.count > 10
         else:  # out the way it came, open

@@ -77,7 +77,7 @@ class TipIn:
             goal[a] = self.entrance - sense * (TIP_GAP + far)
             goal[1 - a] = self.side[1 - a]
             goal[2] = self.floor + TIP_ABOVE + float(eef[2] - box.low[2])
-            done = np.linalg.norm(goal - eef) < 0.01 or self.count > 80
+            done = bool(np.linalg.norm(goal - eef) < 0.01) or self.count > 80
         elif self.phase == "open":
             grip, done = -1.0, self.count > 10
             self.let_go = eef.copy()
@@ -93,7 +93,7 @@ class TipIn:
             goal[2] = self.floor + PUSH_HEIGHT + (0.08 if self.phase == "behind" else 0.0)
             orientation = self.across
             close = 0.015 if self.phase == "behind" else 0.008
-            done = np.linalg.norm(goal - eef) < close or self.count > 60
+            done = bool(np.linalg.norm(goal - eef) < close) or self.count > 60
         elif self.phase == "push":
             goal[a] = self.entrance - sense * PUSH_STOP
             goal[2] = self.floor + PUSH_HEIGHT
