@@ -21,20 +21,20 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core import catalog, validation
 from pytest_benchmarks.core.benchmark import Benchmark
 from pytest_benchmarks.core.features import Feature
+from pytest_benchmarks.core.files import parts_dir
 from pytest_benchmarks.core.policy import Policy
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.settings import DEFAULT_EPISODES, DEFAULT_SEED
 from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.engine.dataset import DatasetSummary, build_dataset
 from pytest_benchmarks.engine.evaluation import evaluate_task
-from pytest_benchmarks.engine.recording import parts_dir, recorder_for
+from pytest_benchmarks.engine.recording import recorder_for
 from pytest_benchmarks.engine.vector import LazyVectorEnv, auto_batch_size
 from pytest_benchmarks.metrics import run_info
 from pytest_benchmarks.metrics.document import build_metrics, write_metrics
-from pytest_benchmarks.plugin import validation
 from pytest_benchmarks.policies import make_policy
 
 #: A policy object, a spec (``--benchmark-policy`` syntax) or a factory (config, num_envs).

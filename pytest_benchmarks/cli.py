@@ -16,200 +16,25 @@ status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from pytest_benchmarks.core.files import check_writable, write_atomic
-from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.settings import GATE_MODES, GATE_POWER
-from pytest_benchmarks.metrics.document import build_metrics, load_results, schema, write_metrics
-from pytest_benchmarks.metrics.stats import Comparison, compare_results, summary
+from pytest_benchmarks.metrics.document import load_results, write_metrics
+from pytest_benchmarks.metrics.runs import (
+    EXIT_INPUT,
+    EXIT_UNJUDGEABLE,
+    InputError,
+    Unjudgeable,
+    compare_runs,
+    load,
+    merge,
+)
 
 #: What ``report --png`` can draw, by file extension.
 CHART_FORMATS = ("png", "svg", "pdf")
-
-#: Run settings that must agree for shards to form one run.
-SHARED_SETTINGS = (
-    "seed",
-    "episodes",
-    "policy",
-    "max_steps",
-    "obs",
-    "image_size",
-    "render",
-    "settle_steps",
-)
-
-
-#: Exit statuses: 1 a regression (or, with --gate-power=fail, a gate that cannot fail), 2 bad
-#: input, 3 runs that cannot be judged (a task errored or ran no episode, or no task in common).
-EXIT_REGRESSION, EXIT_INPUT, EXIT_UNJUDGEABLE = 1, 2, 3
-
-
-class InputError(Exception):
-    """A metrics file that cannot be used; the message is the one line shown."""
-
-
-class Unjudgeable(Exception):
-    """Two runs the gate cannot judge at all (they share no task)."""
-
-
-def load(path: Path) -> dict[str, Any]:
-    """A metrics document, checked against the shipped JSON Schema."""
-    import jsonschema
-
-    try:
-        document = json.loads(path.read_text())
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not UTF-8 text (a binary file?)") from None
-    except RecursionError:
-        raise InputError(f"{path}: JSON nested too deeply to be a metrics file") from None
-    except ValueError as exc:  # e.g. an integer of more digits than Python converts
-        raise InputError(f"{path}: not usable JSON ({str(exc).splitlines()[0][:120]})") from None
-    try:
-        jsonschema.validate(document, schema())
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "top level"
-        raise InputError(f"{path}: not a pytest-benchmarks metrics file ({where}: "
-                         f"{exc.message.splitlines()[0][:120]})") from None  # fmt: skip
-    return document
-
-
-def merge(paths: Sequence[Path]) -> dict[str, Any]:
-    """One metrics document from shards of the same run."""
-    documents = [(path, load(path)) for path in paths]
-    first_path, first = documents[0]
-    owner: dict[str, Path] = {}
-    results: list[TaskResult] = []
-    check_shards(documents)
-    for path, document in documents:
-        for key in SHARED_SETTINGS:
-            if document["run"].get(key) != first["run"].get(key):
-                raise InputError(
-                    f"{path}: {key} is {document['run'].get(key)!r} but "
-                    f"{first['run'].get(key)!r} in {first_path}; shards of one run share settings"
-                )
-        for result in load_results(document):
-            if result.task.id in owner:
-                raise InputError(
-                    f"{path}: task {result.task.id} is also in {owner[result.task.id]}; "
-                    "shards must not overlap"
-                )
-            owner[result.task.id] = path
-            results.append(result)
-    runs = [document["run"] for _, document in documents]
-    run = {
-        **first["run"],
-        "args": [arg for r in runs for arg in r["args"]],
-        "workers": sum(r["workers"] for r in runs),
-        "started_at": min(r["started_at"] for r in runs),
-        "finished_at": max(r["finished_at"] for r in runs),
-        "duration_s": max(r["duration_s"] for r in runs),
-        "partial": any(r["partial"] for r in runs),
-        "exitstatus": max((r["exitstatus"] or 0) for r in runs),
-        "shards": [str(path) for path, _ in documents],
-        "shard": None,  # the merged document is the whole run
-    }
-    return build_metrics(results, run, first["policy"]["spec"])
-
-
-def check_shards(documents: Sequence[tuple[Path, dict[str, Any]]]) -> None:
-    """Shards of one run: all cut with one count (``--benchmark-shard=I/N``), each I once."""
-    cuts = [(path, document["run"].get("shard")) for path, document in documents]
-    sharded = [(path, cut) for path, cut in cuts if cut]
-    if not sharded:
-        return
-    first_path, first = sharded[0]
-    named = f"{first_path} is shard {first[0]}/{first[1]}"
-    seen: dict[int, Path] = {}
-    for path, cut in cuts:
-        if not cut:
-            raise InputError(f"{path}: not a shard, but {named}")
-        if cut[1] != first[1]:
-            raise InputError(
-                f"{path}: shard {cut[0]}/{cut[1]}, but {named}; shards of one run are cut with "
-                "one count"
-            )
-        if cut[0] in seen:
-            raise InputError(f"{path}: shard {cut[0]}/{cut[1]} is also {seen[cut[0]]}")
-        seen[cut[0]] = path
-
-
-def unusable(result: TaskResult, run: str) -> str | None:
-    """Why a task of a run cannot be compared: it errored, or has no episodes."""
-    if result.error:
-        return f"the {run} run's task failed: {result.error}"
-    if not result.n_episodes:
-        return f"the {run} run has no episodes of it"
-    return None
-
-
-def compare_runs(
-    old: dict[str, Any], new: dict[str, Any], alpha: float, mode: str, power: str = "warn"
-) -> tuple[list[str], int]:
-    """Lines of the comparison and the exit status: EXIT_REGRESSION on a regression, or, with
-    ``power="fail"``, a task whose test cannot detect any drop at these episode counts;
-    EXIT_UNJUDGEABLE where a task could not be compared; 0 otherwise."""
-    modes = [document["run"].get("render") or "faithful" for document in (old, new)]
-    if modes[0] != modes[1]:
-        raise Unjudgeable(
-            f"the old run was rendered {modes[0]}, the new run {modes[1]}: runs of different "
-            "render modes (--benchmark-render) are not compared"
-        )
-    before = {r.task.id: r for r in load_results(old)}
-    after = {r.task.id: r for r in load_results(new)}
-    common = sorted(set(before) & set(after))
-    if not common:
-        raise Unjudgeable(
-            f"the runs share no task (old: {len(before)} tasks, new: {len(after)}); nothing to gate"
-        )
-    problems = {
-        t: why
-        for t in common
-        if (why := unusable(after[t], "new") or unusable(before[t], "old")) is not None
-    }
-    judged = [t for t in common if t not in problems]
-    try:
-        verdicts = compare_results([after[t] for t in judged], [before[t] for t in judged],
-                                   alpha, mode)  # fmt: skip
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
-    lines = [v.line() for v in verdicts.values()]
-    lines += [f"{t}: cannot compare: {why}" for t, why in problems.items()]
-    lines += [f"{task_id}: only in the old run" for task_id in sorted(set(before) - set(after))]
-    lines += [f"{task_id}: only in the new run" for task_id in sorted(set(after) - set(before))]
-    lines.append(gate_summary(list(verdicts.values()), alpha, mode, power, len(problems)))
-    blind = any(v.verdict == "cannot fail" for v in verdicts.values())
-    if any(v.regression for v in verdicts.values()):
-        return lines, EXIT_REGRESSION
-    if problems:
-        return lines, EXIT_UNJUDGEABLE
-    return lines, EXIT_REGRESSION if power == "fail" and blind else 0
-
-
-def gate_summary(
-    verdicts: list[Comparison], alpha: float, mode: str, power: str, failed: int = 0
-) -> str:
-    """``3 tasks compared (stat, alpha 0.05, Holm over 2 that can fail): 1 regressed, ...``."""
-    level = ""
-    if mode == "stat":
-        level = f", alpha {alpha:g}, Holm over {sum(v.can_fail for v in verdicts)} that can fail"
-    down = any(v.regression for v in verdicts)
-    blind = any(v.verdict == "cannot fail" for v in verdicts)
-    if down:
-        outcome = "REGRESSION"
-    elif failed:
-        outcome = f"{failed} TASKS NOT COMPARABLE"
-    else:
-        outcome = "GATE CANNOT FAIL" if power == "fail" and blind else "no regression"
-    return f"{len(verdicts)} tasks compared ({mode}{level}): {summary(verdicts)} → {outcome}"
 
 
 def report(args: argparse.Namespace) -> int:
@@ -246,8 +71,8 @@ def output_path(path: Path) -> None:
 
 def record_build(root: Path) -> int:
     """Build the dataset of a recording run; its parts stay where anything fails."""
+    from pytest_benchmarks.core.files import parts_dir
     from pytest_benchmarks.engine.dataset import RecordError, build_dataset
-    from pytest_benchmarks.engine.recording import parts_dir
 
     root = root.absolute()
     if root.exists():

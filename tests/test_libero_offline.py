@@ -81,7 +81,7 @@ def test_a_corrupt_config_of_the_users_own_is_one_line_naming_it(tmp_path, conte
 def test_setup_command_lays_down_the_config_and_loads_a_task(tmp_path):
     """What the LIBERO image runs at build time."""
     done = subprocess.run(
-        [sys.executable, "-m", "pytest_benchmarks.envs.libero.setup", "--check"],
+        [sys.executable, "-m", "pytest_benchmarks.envs.libero", "--check"],
         env=_clean_env(str(tmp_path)), stdin=subprocess.DEVNULL,
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
@@ -1124,7 +1124,7 @@ def test_a_users_own_config_is_used_as_it_is(tmp_path):
     before = config.read_bytes()
     env = {**_clean_env(str(tmp_path / "home")), "LIBERO_CONFIG_PATH": str(mine)}
     script = (
-        "from pytest_benchmarks.envs.libero.setup import check; print(check());"
+        "from pytest_benchmarks.envs.libero.__main__ import check; print(check());"
         "from libero.libero import get_libero_path; print(get_libero_path('datasets'))"
     )
     done = subprocess.run(

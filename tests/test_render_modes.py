@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 from helpers import pixel_episodes, seeded_actions
 
-from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core import catalog, rendering
 from pytest_benchmarks.core.tasks import EnvConfig
-from pytest_benchmarks.engine import rendering
 from pytest_benchmarks.envs.mujoco.render import configure_xml
 from pytest_benchmarks.metrics.snapshots import SnapshotFormatError, check_render, read
 

@@ -6,7 +6,7 @@ import ctypes.util
 
 import pytest
 
-from pytest_benchmarks.engine import rendering
+from pytest_benchmarks.core import rendering
 
 
 def test_a_users_backend_is_kept():

@@ -7,10 +7,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core import catalog, rendering
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.tasks import EnvConfig
-from pytest_benchmarks.engine import rendering
 from pytest_benchmarks.engine.evaluation import evaluate_task
 from pytest_benchmarks.engine.vector import LazyVectorEnv
 

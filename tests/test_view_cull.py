@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from helpers import SHORT, pixel_episodes
 
-from pytest_benchmarks.engine import rendering
+from pytest_benchmarks.core import rendering
 from pytest_benchmarks.envs.mujoco import view_cull
 
 rendering.choose_backend()

@@ -101,7 +101,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT / "tests"))
     import lerobot_models
 
-    from pytest_benchmarks.engine import rendering
+    from pytest_benchmarks.core import rendering
 
     # The same GL backend for both (lerobot-eval picks none itself: OSMesa on a CPU).
     rendering.choose_backend()

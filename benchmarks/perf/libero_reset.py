@@ -19,9 +19,8 @@ import statistics
 import time
 from typing import Any
 
-from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core import catalog, rendering
 from pytest_benchmarks.core.tasks import EnvConfig
-from pytest_benchmarks.engine import rendering
 from pytest_benchmarks.envs.libero.benchmark import EXPERT_KEY
 
 

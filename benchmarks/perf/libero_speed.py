@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 def import_time() -> float:
     """Preparing and importing LIBERO (robosuite, torch) once per process."""
-    from pytest_benchmarks.engine import rendering
+    from pytest_benchmarks.core import rendering
     from pytest_benchmarks.envs.libero.setup import prepare
 
     rendering.choose_backend()

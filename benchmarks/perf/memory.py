@@ -14,11 +14,10 @@ import argparse
 import time
 from pathlib import Path
 
-from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core import catalog, rendering
 from pytest_benchmarks.core.plan import plan_episodes
 from pytest_benchmarks.core.results import EpisodeRecord
 from pytest_benchmarks.core.tasks import EnvConfig
-from pytest_benchmarks.engine import rendering
 from pytest_benchmarks.engine.rollout import run_episodes
 from pytest_benchmarks.engine.vector import LazyVectorEnv
 from pytest_benchmarks.policies import make_policy

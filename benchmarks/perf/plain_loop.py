@@ -15,8 +15,7 @@ import metaworld
 import numpy as np
 from metaworld.policies import ENV_POLICY_MAP
 
-from pytest_benchmarks.core import catalog
-from pytest_benchmarks.engine import rendering
+from pytest_benchmarks.core import catalog, rendering
 
 
 def run_episode(env: Any, expert: Any, goal: Any, max_steps: int, render: bool = False) -> int:

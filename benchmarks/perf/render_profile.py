@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_benchmarks.engine import rendering
+from pytest_benchmarks.core import rendering
 from pytest_benchmarks.envs.mujoco import mesh_detail, view_cull
 
 rendering.choose_backend()

@@ -130,7 +130,7 @@ def worker(case: str, variant: str, steps: int, commands: Any, out: Any) -> None
             view_cull.outside = lambda model, *_: np.zeros(model.ngeom, dtype=bool)
         else:  # NAME/Nt (main checks the options): llvmpipe reads it at its first GL context
             os.environ["LP_NUM_THREADS"] = option.removesuffix("t")
-    from pytest_benchmarks.engine import rendering
+    from pytest_benchmarks.core import rendering
 
     rendering.choose_backend()
     benchmark, task, size = case.rsplit(":", 2)

@@ -39,6 +39,11 @@ class Benchmark(ABC):
     fps: ClassVar[int] = 30
     #: The robot, as a recorded dataset's ``robot_type``.
     robot_type: ClassVar[str | None] = None
+    #: Episode videos are made of camera images (so ``--benchmark-obs=state`` has none), not
+    #: rendered apart from the observations.
+    video_from_cameras: ClassVar[bool] = False
+    #: Distributions whose versions the metrics JSON records (the simulator's packages).
+    packages: ClassVar[tuple[str, ...]] = ()
 
     def missing(self) -> str | None:
         """Why this benchmark cannot run here, or None when its simulator is installed."""

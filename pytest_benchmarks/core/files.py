@@ -52,3 +52,8 @@ def current_umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def parts_dir(record_dir: Path) -> Path:
+    """Where a run recording into ``record_dir`` keeps its part files until the dataset is built."""
+    return record_dir.with_name(record_dir.name + ".parts")

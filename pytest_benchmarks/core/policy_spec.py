@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 KINDS = ("scripted", "scripted+noise", "random", "noop", "hub", "lerobot", "module", "local")
@@ -65,3 +66,15 @@ def expert_based(spec: str) -> bool:
         return parse_spec(spec)[0] in EXPERT_KINDS
     except PolicySpecError:
         return False
+
+
+def lerobot_missing() -> str | None:
+    """Why ``lerobot:`` policies cannot load here, or None."""
+    if importlib.util.find_spec("lerobot") is None:
+        return "LeRobot is not installed: pip install 'pytest-benchmarks[lerobot]'"
+    return None
+
+
+def is_local_path(argument: str) -> bool:
+    """A path as typed (``./x``, ``/x``, ``~/x``), never a Hub id (``org/name``)."""
+    return argument.startswith(("/", "./", "../", "~")) or argument.count("/") > 1

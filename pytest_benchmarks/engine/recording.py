@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from pytest_benchmarks.core.benchmark import Benchmark
-from pytest_benchmarks.core.files import write_atomic
+from pytest_benchmarks.core.files import parts_dir, write_atomic
 from pytest_benchmarks.core.processors import EnvProcessors
 from pytest_benchmarks.core.results import EpisodeRecord
 from pytest_benchmarks.core.settings import Settings
@@ -48,11 +48,6 @@ class RecordedEpisode:
     @property
     def length(self) -> int:
         return len(self.frames["action"])
-
-
-def parts_dir(record_dir: Path) -> Path:
-    """Where a run recording into ``record_dir`` keeps its part files until the dataset is built."""
-    return record_dir.with_name(record_dir.name + ".parts")
 
 
 def recorder_for(

@@ -12,25 +12,23 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.settings import Settings
 
-PACKAGES = (
-    "pytest-benchmarks",
-    "pytest",
-    "pytest-xdist",
-    "gymnasium",
-    "numpy",
-    "mujoco",
-    "metaworld",
-    "hf-libero",
-    "robosuite",
-    "torch",
-)
+#: The harness's own packages; each benchmark adds its simulator's (``Benchmark.packages``).
+PACKAGES = ("pytest-benchmarks", "pytest", "pytest-xdist", "gymnasium", "numpy", "torch")
 
 
 def package_versions() -> dict[str, str | None]:
+    """Installed versions of the harness's packages and every loadable benchmark's."""
+    names = list(PACKAGES)
+    for benchmark in catalog.names():
+        try:
+            names.extend(catalog.get(benchmark).packages)
+        except catalog.BenchmarkLoadError:
+            continue  # its entry point is broken; the run says so where it is asked for
     versions: dict[str, str | None] = {}
-    for name in PACKAGES:
+    for name in dict.fromkeys(names):
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

@@ -20,14 +20,14 @@ from pytest_benchmarks.core.settings import (
     DEFAULT_SEED,
     Settings,
 )
-from pytest_benchmarks.plugin.validation import (
+from pytest_benchmarks.core.validation import (
     OptionError,
     Selection,
     check_metrics_path,
     check_record_path,
     select,
 )
-from pytest_benchmarks.plugin.validation import settings as validate
+from pytest_benchmarks.core.validation import settings as validate
 
 GROUP = "benchmarks"
 GROUP_HELP = "robot-policy simulation benchmarks (pytest-benchmarks)"

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pytest_benchmarks.core.errors import one_line
+from pytest_benchmarks.core.files import parts_dir
 from pytest_benchmarks.engine.dataset import build_dataset
-from pytest_benchmarks.engine.recording import parts_dir
 
 #: Seconds between progress lines while the dataset is written.
 PROGRESS_S = 10.0

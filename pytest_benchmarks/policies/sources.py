@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.features import check_features
+from pytest_benchmarks.core.policy_spec import is_local_path, lerobot_missing
 
 if TYPE_CHECKING:
     from pytest_benchmarks.core.features import Feature
@@ -135,12 +136,6 @@ def module_policy(argument: str, config: EnvConfig, num_envs: int) -> Policy:
     return policy
 
 
-def lerobot_missing() -> str | None:
-    if importlib.util.find_spec("lerobot") is None:
-        return "LeRobot is not installed: pip install 'pytest-benchmarks[lerobot]'"
-    return None
-
-
 def lerobot_policy(
     argument: str, config: EnvConfig, features: dict[str, Feature], num_envs: int, device: str
 ) -> Policy:
@@ -169,8 +164,3 @@ def lerobot_policy(
         )
     except LeRobotLoadError as exc:
         raise PolicySourceError(str(exc)) from None
-
-
-def is_local_path(argument: str) -> bool:
-    """A path as typed (``./x``, ``/x``, ``~/x``), never a Hub id (``org/name``)."""
-    return argument.startswith(("/", "./", "../", "~")) or argument.count("/") > 1

@@ -348,6 +348,8 @@ class Libero(Benchmark):
     cameras = tuple(c.removesuffix("_image") for c in CAMERAS)
     fps = 30  # LeRobot's LiberoEnv
     robot_type = "panda"
+    video_from_cameras = True
+    packages = ("mujoco", "hf-libero", "robosuite")
 
     def tasks(self) -> list[TaskRef]:
         return [

@@ -236,6 +236,7 @@ class MetaWorld(Benchmark):
     cameras = (CAMERA,)
     fps = 80  # frame_skip 5 x timestep 0.0025 s; LeRobot's MetaworldEnv says the same
     robot_type = "sawyer"
+    packages = ("mujoco", "metaworld")
 
     def tasks(self) -> list[TaskRef]:
         return [

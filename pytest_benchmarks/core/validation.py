@@ -15,9 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_benchmarks.core import catalog
-from pytest_benchmarks.core.files import check_writable
-from pytest_benchmarks.core.policy_spec import PolicySpecError, parse_spec
+from pytest_benchmarks.core import catalog, rendering
+from pytest_benchmarks.core.files import check_writable, parts_dir
+from pytest_benchmarks.core.policy_spec import (
+    PolicySpecError,
+    is_local_path,
+    lerobot_missing,
+    parse_spec,
+)
 from pytest_benchmarks.core.settings import (
     DEFAULT_ALPHA,
     DEFAULT_EPISODES,
@@ -37,8 +42,6 @@ from pytest_benchmarks.core.settings import (
     default_obs,
 )
 from pytest_benchmarks.core.tasks import SelectionError, TaskRef, did_you_mean
-from pytest_benchmarks.engine import rendering
-from pytest_benchmarks.engine.recording import parts_dir
 
 
 class OptionError(ValueError):
@@ -100,8 +103,6 @@ def _check_policy_source(kind: str, argument: str) -> None:
                 "config.json and model.safetensors (save_pretrained)"
             )
     if kind == "lerobot":
-        from pytest_benchmarks.policies.sources import is_local_path, lerobot_missing
-
         problem = lerobot_missing()
         if problem:
             raise OptionError(f"--benchmark-policy: lerobot:{argument}: {problem}")
@@ -388,10 +389,11 @@ def _check_video(options: Settings, selection: dict[str, list[TaskRef]]) -> None
             "--benchmark-video: imageio-ffmpeg is not installed: "
             "pip install 'pytest-benchmarks[video]'"
         )
-    if selection.get("libero") and options.obs == "state":
-        raise OptionError(
-            "--benchmark-video: LIBERO videos need camera images, not --benchmark-obs=state"
-        )
+    for name, tasks in selection.items():
+        if tasks and catalog.get(name).video_from_cameras and options.obs == "state":
+            raise OptionError(
+                f"--benchmark-video: {name} videos need camera images, not --benchmark-obs=state"
+            )
     _check_rendering(options, selection, force=True)
 
 
