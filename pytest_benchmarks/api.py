@@ -57,12 +57,13 @@ def evaluate(
     tasks: Sequence[str] | None = None,
     episodes: int = DEFAULT_EPISODES,
     seed: int = DEFAULT_SEED,
-    batch_size: int = 1,
+    batch_size: int | None = None,
     sync: bool = False,
     max_steps: int | None = None,
     obs: str | None = None,
     image_size: int | str | tuple[int, int] | None = None,
     render: str = "faithful",
+    camera_map: str | dict[str, str] | None = None,
     device: str = "auto",
     metrics: str | Path | None = None,
     record: str | Path | None = None,
@@ -71,42 +72,42 @@ def evaluate(
     """Run ``episodes`` episodes of every selected task with ``policy``.
 
     ``tasks`` takes what ``--benchmark-task`` takes (default: each benchmark's default
-    selection). Every argument takes what its ``--benchmark-*`` option takes and is checked
-    the same way (``validation.OptionError``, one line). A policy object must serve
-    ``batch_size`` slots. The metrics JSON goes to
-    ``metrics`` when given (atomically, rewritten after every task). ``record`` names a new
+    selection). Every argument takes what its ``--benchmark-*`` option takes (or the typed
+    value: a list of tasks, an ``(H, W)`` image size, a dict camera map), is checked the same
+    way (``validation.OptionError``, one line naming the option) and defaults as it does.
+    ``batch_size`` None: the plugin's ``auto`` (slots to suit the machine's cores), but 1 for a
+    policy object, which must serve ``batch_size`` slots. The metrics JSON goes to ``metrics``
+    when given (atomically, rewritten after every task). ``record`` names a new
     directory that receives every episode as a LeRobotDataset (``record_only="success"``: the
     successful ones), as ``--benchmark-record`` does; ``Evaluation.dataset`` is its summary.
     """
-    names = [benchmarks] if isinstance(benchmarks, str) else list(benchmarks)
-    spec = policy if isinstance(policy, str) else "object"
-    raw = {
-        "--benchmark-env": ",".join(names),
-        "--benchmark-task": ",".join(tasks) if tasks else None,
-        "--benchmark-episodes": episodes,
-        "--benchmark-batch-size": batch_size,
-        "--benchmark-sync": sync,
-        "--benchmark-seed": seed,
-        "--benchmark-policy": policy if isinstance(policy, str) else None,
-        "--benchmark-max-steps": max_steps,
-        "--benchmark-obs": obs,
-        "--benchmark-image-size": "x".join(map(str, image_size))
-        if isinstance(image_size, tuple)
-        else image_size,
-        "--benchmark-render": render,
-        "--benchmark-device": device,
-        "--benchmark-metrics": str(metrics) if metrics else "metrics.json",
-        "--benchmark-record": str(record) if record else None,
-        "--benchmark-record-only": record_only,
-    }
-    # The plugin's own validation: the same one-line errors (validation.OptionError, a ValueError).
-    settings = replace(
-        validation.settings({k: v for k, v in raw.items() if v is not None}, Path.cwd()),
-        policy=spec,
+    settings = validation.build(
+        root=Path.cwd(),
+        env=[benchmarks] if isinstance(benchmarks, str) else list(benchmarks),
+        task=tasks,
+        episodes=episodes,
+        batch_size=(1 if isinstance(policy, Policy) else 0) if batch_size is None else batch_size,
+        sync=sync,
+        seed=seed,
+        policy=policy if isinstance(policy, str) else None,
+        max_steps=max_steps,
+        obs=obs,
+        image_size=image_size,
+        render=render,
+        camera_map=camera_map,
+        device=device,
+        metrics=metrics,
+        record=record,
+        record_only=record_only,
     )
+    spec = policy if isinstance(policy, str) else "object"
+    settings = replace(settings, policy=spec)
     selection = validation.select(settings).tasks
     validation.check_record_path(settings.record)
-    slots = min(batch_size, episodes) if batch_size else auto_batch_size(episodes)
+    if metrics is not None:
+        validation.check_metrics_path(settings.metrics)
+    episodes = settings.episodes
+    slots = min(settings.batch_size, episodes) if settings.batch_size else auto_batch_size(episodes)
     started = time.time()
     static = run_info.static_info(list(sys.argv), Path.cwd())
     out = Evaluation()
@@ -114,7 +115,7 @@ def evaluate(
         benchmark = catalog.get(name)
         for task in selected:
             config = settings.env_config(task)
-            env = LazyVectorEnv(benchmark, config, slots, sync=sync)
+            env = LazyVectorEnv(benchmark, config, slots, sync=settings.sync)
             processors = benchmark.processors(config)
             try:
                 result = evaluate_task(
@@ -125,11 +126,11 @@ def evaluate(
                         benchmark,
                         config,
                         env.num_envs,
-                        device,
+                        settings.device,
                         processors.features,
                     ),
                     processors=processors,
-                    seed=seed,
+                    seed=settings.seed,
                     episodes=range(episodes),
                     record=lambda r: None,
                     recorder=recorder_for(settings, benchmark, task, processors),
@@ -139,12 +140,12 @@ def evaluate(
             out.results.append(result)
             run = run_info.run_block(static, settings, 0, started, True, None)
             out.metrics = build_metrics(out.results, run, spec)
-            if metrics:
-                write_metrics(Path(metrics), out.metrics)
+            if metrics is not None:
+                write_metrics(settings.metrics, out.metrics)
     run = run_info.run_block(static, settings, 0, started, False, 0)
     out.metrics = build_metrics(out.results, run, spec)
-    if metrics:
-        write_metrics(Path(metrics), out.metrics)
+    if metrics is not None:
+        write_metrics(settings.metrics, out.metrics)
     if settings.record is not None:
         out.dataset = build_dataset(parts_dir(settings.record), settings.record)
     return out

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 import torch
+from checkpoints import train_tiny_policy
 from helpers import outcomes, read_metrics
-from test_policies import train_tiny_policy
 
 from pytest_benchmarks.api import evaluate
 from pytest_benchmarks.core import catalog

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from checkpoints import train_tiny_policy
 from helpers import XDIST_VARIABLES, docs_text, outcomes, read_metrics
-from test_policies import train_tiny_policy
 from test_smoke import tox_commands
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -30,13 +30,11 @@ def write_atomic(path: Path, text: str | bytes, fsync: bool = True) -> None:
 
 
 def check_writable(path: Path) -> None:
-    """Raise OSError when ``path`` could not be written, before any work that would fill it."""
-    directory = path.parent
-    existing = directory
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-        raise OSError(f"directory {existing} is not writable")
+    """Raise OSError when ``path`` could not be written, before any work that would fill it.
+
+    The nearest existing directory is probed by creating (and removing) a file in it: only an
+    attempt sees a read-only filesystem, or a directory root may not write to (``/proc``).
+    """
     if path.is_symlink():
         raise OSError(f"{path} is a symbolic link (to {os.readlink(path)}); give the file itself")
     if path.is_dir():
@@ -45,6 +43,17 @@ def check_writable(path: Path) -> None:
         raise OSError(f"{path} is not a regular file; give a new path or a regular file")
     if path.exists() and not os.access(path, os.W_OK):
         raise OSError(f"{path} is not writable")
+    existing = path.parent
+    while not existing.exists() and not existing.is_symlink():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise OSError(f"{existing} is not a directory")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".write-probe.", dir=existing)
+    except OSError as exc:
+        raise OSError(f"directory {existing} is not writable ({exc.strerror})") from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 def current_umask() -> int:

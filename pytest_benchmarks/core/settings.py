@@ -9,7 +9,7 @@ from typing import Any
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.benchmark import Benchmark
 from pytest_benchmarks.core.policy_spec import PolicySpecError, expert_based, parse_spec
-from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
+from pytest_benchmarks.core.tasks import DEFAULT_IMAGE_SIZE, EnvConfig, TaskRef
 
 DEFAULT_EPISODES = 10
 DEFAULT_SEED = 1000
@@ -18,7 +18,6 @@ DEFAULT_METRICS = "benchmark-results/metrics.json"
 DEFAULT_GATE = "stat"
 DEFAULT_ALPHA = 0.05
 DEFAULT_PROGRESS_S = 10.0
-DEFAULT_IMAGE_SIZE = (128, 128)
 #: state: no rendering; pixels: camera images too; lerobot: the observation layout of LeRobot's
 #: own wrapper for the benchmark (the default for lerobot: policies where a benchmark has one).
 OBS_MODES = ("state", "pixels", "lerobot")
@@ -48,7 +47,7 @@ class Settings:
     max_steps: int | None
     metrics: Path
     obs: str | None = None
-    image_size: tuple[int, int] = (128, 128)
+    image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE
     render: str = "faithful"
     camera_map: tuple[tuple[str, str], ...] = ()
     settle_steps: int | None = None

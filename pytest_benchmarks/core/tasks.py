@@ -44,6 +44,10 @@ class TaskRef:
         return f"{self.env}/{self.name}"
 
 
+#: Camera images' height and width when a run does not say.
+DEFAULT_IMAGE_SIZE = (128, 128)
+
+
 @dataclass(frozen=True)
 class EnvConfig:
     """What a worker process needs to build one task's environment; small and picklable."""
@@ -55,7 +59,7 @@ class EnvConfig:
     #: ``state`` (no rendering) or ``pixels`` (camera images too).
     obs: str = "state"
     #: Camera image height and width.
-    image_size: tuple[int, int] = (128, 128)
+    image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE
     #: ``faithful`` (the model's own lighting and antialiasing) or ``fast`` (no multisampling,
     #: shadows or reflections: several times quicker on a CPU renderer, other pixels).
     render: str = "faithful"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +41,7 @@ from pytest_benchmarks.core.settings import (
     Settings,
     default_obs,
 )
-from pytest_benchmarks.core.tasks import SelectionError, TaskRef, did_you_mean
+from pytest_benchmarks.core.tasks import DEFAULT_IMAGE_SIZE, SelectionError, TaskRef, did_you_mean
 
 
 class OptionError(ValueError):
@@ -66,23 +66,20 @@ def _parse_int(flag: str, value: Any, minimum: int, maximum: int | None = None) 
     return number
 
 
-def _integer(
-    raw: Mapping[str, Any], flag: str, default: int, minimum: int, maximum: int | None = None
-) -> int:
-    value = raw.get(flag)
+def _integer(flag: str, value: Any, default: int, minimum: int, maximum: int | None = None) -> int:
     return default if value is None else _parse_int(flag, value, minimum, maximum)
 
 
-def _optional_integer(raw: Mapping[str, Any], flag: str, minimum: int) -> int | None:
-    value = raw.get(flag)
+def _optional_integer(flag: str, value: Any, minimum: int) -> int | None:
     return None if value is None else _parse_int(flag, value, minimum)
 
 
-def _choice(raw: Mapping[str, Any], flag: str, valid: tuple[str, ...]) -> str | None:
-    value = raw.get(flag)
-    if value is not None and value not in valid:
+def _choice(flag: str, value: Any, valid: tuple[str, ...], default: str) -> str:
+    if value is None:
+        return default
+    if value not in valid:
         raise OptionError(f"{flag}: {value!r} is not one of {', '.join(valid)}")
-    return value
+    return str(value)
 
 
 def _check_policy_source(kind: str, argument: str) -> None:
@@ -140,6 +137,8 @@ def _number(
 
 
 def _indices(value: Any) -> tuple[int, ...] | None:
+    if isinstance(value, (list, tuple, range)):
+        value = ",".join(map(str, value))
     parts = _names(value)
     if parts is None:
         return None
@@ -161,7 +160,9 @@ def _shard(value: Any) -> tuple[int, int] | None:
 
 def _image_size(value: Any) -> tuple[int, int]:
     if value is None:
-        return (128, 128)
+        return DEFAULT_IMAGE_SIZE
+    if isinstance(value, tuple):
+        value = "x".join(map(str, value))
     parts = str(value).lower().split("x")
     if len(parts) in (1, 2) and all(p.isdigit() and int(p) > 0 for p in parts):
         height, width = int(parts[0]), int(parts[-1])
@@ -170,6 +171,8 @@ def _image_size(value: Any) -> tuple[int, int]:
 
 
 def _camera_map(value: Any) -> tuple[tuple[str, str], ...]:
+    if isinstance(value, Mapping):
+        value = ",".join(f"{source}={target}" for source, target in value.items())
     pairs = []
     for item in _names(value) or ():
         source, sep, target = item.partition("=")
@@ -185,83 +188,127 @@ def _camera_map(value: Any) -> tuple[tuple[str, str], ...]:
 def _names(value: Any) -> tuple[str, ...] | None:
     if value is None:
         return None
+    if isinstance(value, (list, tuple)):
+        value = ",".join(map(str, value))
     items = tuple(part.strip() for part in str(value).split(",") if part.strip())
     return items or None
 
 
-def settings(raw: Mapping[str, Any], root: Path) -> Settings:
-    """Validate raw option values (``read``'s, or the API's arguments) into Settings.
+def _key(flag: str) -> str:
+    """``--benchmark-max-steps`` -> ``max_steps``: the parameter of ``build`` a flag sets."""
+    return flag.removeprefix("--benchmark-").replace("-", "_")
 
-    A relative metrics path is taken from ``root``, the directory the run is anchored in.
+
+def settings(raw: Mapping[str, Any], root: Path) -> Settings:
+    """Validate the plugin's raw option values (flag -> value, as ``options.read`` gives)."""
+    return build(root=root, **{_key(flag): value for flag, value in raw.items()})
+
+
+def build(
+    *,
+    root: Path,
+    env: str | Sequence[str] | None = None,
+    task: str | Sequence[str] | None = None,
+    episodes: int | str | None = None,
+    batch_size: int | str | None = None,
+    sync: bool = False,
+    seed: int | str | None = None,
+    policy: str | None = None,
+    max_steps: int | str | None = None,
+    metrics: str | Path | None = None,
+    obs: str | None = None,
+    image_size: int | str | tuple[int, int] | None = None,
+    render: str | None = None,
+    camera_map: str | Mapping[str, str] | None = None,
+    settle_steps: int | str | None = None,
+    gate: str | None = None,
+    alpha: float | str | None = None,
+    gate_power: str | None = None,
+    snapshot_replace: bool = False,
+    shard: str | None = None,
+    timeout: float | str | None = None,
+    episode: str | Sequence[int] | None = None,
+    video: str | None = None,
+    progress: float | str | None = None,
+    debug: bool = False,
+    device: str | None = None,
+    record: str | Path | None = None,
+    record_only: str | None = None,
+) -> Settings:
+    """Settings from typed values or the flags' strings, each checked as its ``--benchmark-*``
+    option is (one-line ``OptionError``); None is the option's default.
+
+    The plugin calls it through ``settings``; ``pytest_benchmarks.api.evaluate`` directly. A
+    relative metrics path is taken from ``root``, the directory the run is anchored in.
     """
-    envs = _names(raw.get("--benchmark-env"))
+    envs = _names(env)
     for name in envs or ():
         if name not in catalog.names():
             raise OptionError(
                 f"--benchmark-env: unknown benchmark {name!r}"
                 f"{did_you_mean(name, catalog.names())}; valid: {', '.join(catalog.names())}"
             )
-    policy = str(raw.get("--benchmark-policy") or DEFAULT_POLICY)
+    spec = str(policy or DEFAULT_POLICY)
     try:
-        kind, argument = parse_spec(policy)
+        kind, argument = parse_spec(spec)
     except PolicySpecError as exc:
         raise OptionError(f"--benchmark-policy: {exc}") from None
     _check_policy_source(kind, argument)
-    device = _choice(raw, "--benchmark-device", DEVICES) or "auto"
-    _check_device(device)
-    metrics_value = raw.get("--benchmark-metrics")
-    if metrics_value is None:
-        metrics = root / DEFAULT_METRICS
+    chosen_device = _choice("--benchmark-device", device, DEVICES, "auto")
+    _check_device(chosen_device)
+    if metrics is None:
+        metrics_path = root / DEFAULT_METRICS
     else:
-        metrics = Path(os.path.expanduser(str(metrics_value))).absolute()
+        metrics_path = Path(os.path.expanduser(str(metrics))).absolute()
+    chosen_obs = None if obs is None else _choice("--benchmark-obs", obs, OBS_MODES, "")
     return Settings(
         envs=envs,
-        tasks=_names(raw.get("--benchmark-task")),
-        episodes=_integer(raw, "--benchmark-episodes", DEFAULT_EPISODES, 1, MAX_EPISODES),
-        batch_size=_integer(raw, "--benchmark-batch-size", 0, 0),
-        sync=bool(raw.get("--benchmark-sync")),
-        seed=_integer(raw, "--benchmark-seed", DEFAULT_SEED, 0, MAX_SEED),
-        policy=policy,
-        max_steps=_optional_integer(raw, "--benchmark-max-steps", 1),
-        metrics=metrics,
-        obs=_choice(raw, "--benchmark-obs", OBS_MODES),
-        image_size=_image_size(raw.get("--benchmark-image-size")),
-        render=_choice(raw, "--benchmark-render", RENDER_MODES) or "faithful",
-        camera_map=_camera_map(raw.get("--benchmark-camera-map")),
-        settle_steps=_optional_integer(raw, "--benchmark-settle-steps", 0),
-        gate=_choice(raw, "--benchmark-gate", GATE_MODES) or DEFAULT_GATE,
+        tasks=_names(task),
+        episodes=_integer("--benchmark-episodes", episodes, DEFAULT_EPISODES, 1, MAX_EPISODES),
+        batch_size=_integer("--benchmark-batch-size", batch_size, 0, 0),
+        sync=bool(sync),
+        seed=_integer("--benchmark-seed", seed, DEFAULT_SEED, 0, MAX_SEED),
+        policy=spec,
+        max_steps=_optional_integer("--benchmark-max-steps", max_steps, 1),
+        metrics=metrics_path,
+        obs=chosen_obs,
+        image_size=_image_size(image_size),
+        render=_choice("--benchmark-render", render, RENDER_MODES, "faithful"),
+        camera_map=_camera_map(camera_map),
+        settle_steps=_optional_integer("--benchmark-settle-steps", settle_steps, 0),
+        gate=_choice("--benchmark-gate", gate, GATE_MODES, DEFAULT_GATE),
         alpha=_number(
             "--benchmark-alpha",
-            raw.get("--benchmark-alpha"),
+            alpha,
             DEFAULT_ALPHA,
             lambda x: 0 < x < 1,
             "a level between 0 and 1 (e.g. 0.05)",
         )
         or DEFAULT_ALPHA,
-        gate_power=_choice(raw, "--benchmark-gate-power", GATE_POWER) or "warn",
-        snapshot_replace=bool(raw.get("--benchmark-snapshot-replace")),
-        shard=_shard(raw.get("--benchmark-shard")),
+        gate_power=_choice("--benchmark-gate-power", gate_power, GATE_POWER, "warn"),
+        snapshot_replace=bool(snapshot_replace),
+        shard=_shard(shard),
         timeout=_number(
             "--benchmark-timeout",
-            raw.get("--benchmark-timeout"),
+            timeout,
             None,
             lambda x: 0 < x < math.inf,
             "a number of seconds > 0",
         ),
-        episode_indices=_indices(raw.get("--benchmark-episode")),
-        video=_choice(raw, "--benchmark-video", VIDEO_MODES) or "none",
+        episode_indices=_indices(episode),
+        video=_choice("--benchmark-video", video, VIDEO_MODES, "none"),
         progress_s=_number(
             "--benchmark-progress",
-            raw.get("--benchmark-progress"),
+            progress,
             DEFAULT_PROGRESS_S,
             lambda x: 0 <= x < math.inf,
             "a number of seconds >= 0",
         )
         or 0.0,
-        debug=bool(raw.get("--benchmark-debug")),
-        device=device,
-        record=_record_dir(raw.get("--benchmark-record")),
-        record_only=_choice(raw, "--benchmark-record-only", RECORD_ONLY) or "all",
+        debug=bool(debug),
+        device=chosen_device,
+        record=_record_dir(record),
+        record_only=_choice("--benchmark-record-only", record_only, RECORD_ONLY, "all"),
     )
 
 
@@ -277,10 +324,19 @@ def check_record_path(path: Path | None) -> None:
     builds the dataset, before any episode runs."""
     if path is None:
         return
+    if path.is_symlink() and not path.exists():
+        raise OptionError(
+            f"--benchmark-record: {path} is a dangling symbolic link (to {os.readlink(path)}); "
+            "give a new directory for the dataset"
+        )
     if path.exists():
         raise OptionError(
             f"--benchmark-record: {path} already exists; give a new directory for the dataset"
         )
+    try:
+        check_writable(path)
+    except OSError as exc:
+        raise OptionError(f"--benchmark-record: cannot write {path}: {exc}") from None
     parts = parts_dir(path)
     if parts.exists():
         raise OptionError(

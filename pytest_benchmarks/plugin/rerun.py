@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 
 from pytest_benchmarks.core.settings import Settings
-from pytest_benchmarks.core.tasks import TaskRef
+from pytest_benchmarks.core.tasks import DEFAULT_IMAGE_SIZE, TaskRef
 
 
 def rerun_command(test_file: str, settings: Settings, task: TaskRef) -> str:
@@ -23,6 +23,6 @@ def rerun_command(test_file: str, settings: Settings, task: TaskRef) -> str:
     args += [f"{flag}={value}" for flag, value in optional.items() if value is not None]
     if s.render != "faithful":
         args.append(f"--benchmark-render={s.render}")
-    if s.image_size != (128, 128):
+    if s.image_size != DEFAULT_IMAGE_SIZE:
         args.append(f"--benchmark-image-size={s.image_size[0]}x{s.image_size[1]}")
     return shlex.join(args)

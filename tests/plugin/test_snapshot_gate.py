@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import TOY_CONFTEST
+from helpers import ROOT, TOY_CONFTEST
 
 GATED = """
 import pytest
@@ -300,7 +300,7 @@ def test_committed_snapshots_catch_a_moderate_drop_and_pass_fresh_episodes(
     the expert with a random action in 38% of its steps (50/50 → 37/50 on push) fails
     the gate, at a p-value below even the default MT10 run's first Holm step (0.05 / 10); the
     unchanged expert on other episodes (another seed) passes."""
-    root = Path(__file__).resolve().parents[1] / "benchmarks"
+    root = ROOT / "benchmarks"
     pytester.makepyfile(test_metaworld=(root / "test_metaworld.py").read_text())
     stored = Path("__benchmark_snapshots__/test_metaworld/test_no_regression/metaworld")
     (pytester.path / stored).mkdir(parents=True)

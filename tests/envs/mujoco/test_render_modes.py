@@ -4,19 +4,16 @@ of one mode are never judged against snapshots or runs of the other."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from helpers import pixel_episodes, seeded_actions
+from helpers import ROOT, pixel_episodes, seeded_actions
 
 from pytest_benchmarks.core import catalog, rendering
 from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.envs.mujoco.render import configure_xml
 from pytest_benchmarks.metrics.snapshots import SnapshotFormatError, check_render, read
-
-ROOT = Path(__file__).resolve().parents[1]
 
 rendering.choose_backend()
 

@@ -12,17 +12,17 @@ import numpy as np
 import pytest
 import torch
 import torch._dynamo
+from checkpoints import train_tiny_policy
 from helpers import TOY_CONFTEST, outcomes, read_metrics
 
 from pytest_benchmarks.api import evaluate
 from pytest_benchmarks.core.features import Feature, FeatureMismatch, check_features
 from pytest_benchmarks.policies.chunking import ChunkQueues
-from pytest_benchmarks.policies.torch_policy import MLPPolicy, TorchPolicy, save_policy
+from pytest_benchmarks.policies.torch_policy import TorchPolicy
 
 # torch._dynamo is imported here, not lazily by the first optimiser step: pytester unloads the
 # modules a test imports, and torch cannot register its operators a second time.
 
-MW_STATE = 39
 TESTS = """
 import pytest
 
@@ -33,23 +33,6 @@ def test_rollout(evaluate):
 """
 ARGS = ("--benchmark-task=reach-v3", "--benchmark-episodes=2", "--benchmark-max-steps=30",
         "--benchmark-batch-size=1", "-p", "no:cacheprovider")  # fmt: skip
-
-
-def train_tiny_policy(directory: Path, state_dim: int = MW_STATE, chunk: int = 1) -> MLPPolicy:
-    """A few optimiser steps on synthetic data, then save_pretrained (config.json and
-    model.safetensors), as a training loop's checkpoint would be."""
-    torch.manual_seed(0)
-    model = MLPPolicy(state_dim=state_dim, action_dim=4, hidden=16, chunk=chunk)
-    states = torch.randn(64, state_dim)
-    targets = torch.tanh(states[:, :4]).repeat(1, chunk).view(64, chunk, 4).squeeze(1)
-    optimiser = torch.optim.SGD(model.parameters(), lr=0.1)
-    for _ in range(5):
-        loss = torch.nn.functional.mse_loss(model({"observation.state": states}), targets)
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
-    save_policy(model, directory)
-    return model
 
 
 def test_trained_checkpoint_gives_identical_records_through_api_and_pytest(

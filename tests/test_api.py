@@ -1,0 +1,93 @@
+"""``pytest_benchmarks.api.evaluate`` builds its settings through the options' own validation:
+the same one-line errors before anything runs, the same defaults, typed values accepted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_benchmarks.api import evaluate
+from pytest_benchmarks.core import catalog, validation
+from pytest_benchmarks.core.settings import DEFAULT_EPISODES, DEFAULT_SEED
+from pytest_benchmarks.core.validation import OptionError
+
+
+def test_typed_values_and_flag_strings_give_the_same_settings(tmp_path: Path):
+    flags = validation.settings(
+        {
+            "--benchmark-env": "metaworld",
+            "--benchmark-task": "reach-v3,push-v3",
+            "--benchmark-episodes": "3",
+            "--benchmark-image-size": "96x64",
+            "--benchmark-camera-map": "corner=camera1",
+            "--benchmark-episode": "2,0",
+            "--benchmark-metrics": str(tmp_path / "m.json"),
+        },
+        tmp_path,
+    )
+    typed = validation.build(
+        root=tmp_path,
+        env=["metaworld"],
+        task=["reach-v3", "push-v3"],
+        episodes=3,
+        image_size=(96, 64),
+        camera_map={"corner": "camera1"},
+        episode=[2, 0],
+        metrics=tmp_path / "m.json",
+    )
+    assert typed == flags
+    assert typed.image_size == (96, 64) and typed.episode_indices == (0, 2)
+    # Nothing given: the plugin's defaults (batch size 0 is its "auto").
+    default = validation.build(root=tmp_path)
+    assert (default.episodes, default.seed, default.batch_size) == (
+        DEFAULT_EPISODES,
+        DEFAULT_SEED,
+        0,
+    )
+    assert default.metrics == tmp_path / "benchmark-results" / "metrics.json"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"episodes": 0}, "--benchmark-episodes: '0' is not an integer in [1, 1000000]"),
+        ({"image_size": (0, 64)}, "--benchmark-image-size: '0x64' is not N or HxW"),
+        ({"render": "pretty"}, "--benchmark-render: 'pretty' is not one of faithful, fast"),
+        ({"tasks": ["reach-v9"]}, "--benchmark-task: "),
+        ({"camera_map": {"nowhere": "camera1"}}, "--benchmark-camera-map: no camera 'nowhere'"),
+        ({"policy": "nosuch:thing"}, "--benchmark-policy: "),
+        ({"metrics": "/proc/no/metrics.json"}, "--benchmark-metrics: cannot write /proc/no"),
+    ],
+)
+def test_bad_arguments_fail_before_any_episode_with_the_options_words(
+    arguments: dict[str, object], message: str
+):
+    with pytest.raises(OptionError) as info:
+        evaluate("metaworld", **{"tasks": ["reach-v3"], **arguments})  # type: ignore[arg-type]
+    assert str(info.value).startswith(message)
+    assert "\n" not in str(info.value)
+
+
+def test_default_batch_size_is_the_plugins_auto_and_one_for_a_policy_object(tmp_path: Path):
+    run = {"tasks": ["reach-v3"], "episodes": 2, "max_steps": 5, "sync": True}
+    by_spec = evaluate("metaworld", "scripted", **run)  # type: ignore[arg-type]
+    assert by_spec.metrics["run"]["batch_size"] == 0
+    metaworld = catalog.get("metaworld")
+    expert = metaworld.scripted_policy(by_spec.results[0].task, num_envs=1)
+    by_object = evaluate("metaworld", expert, **run)  # type: ignore[arg-type]
+    assert by_object.metrics["run"]["batch_size"] == 1
+    assert [e["success"] for e in by_object.metrics["results"][0]["episodes"]] == [
+        e["success"] for e in by_spec.metrics["results"][0]["episodes"]
+    ]
+
+
+def test_record_paths_that_cannot_be_written_fail_before_any_episode(tmp_path: Path):
+    link = tmp_path / "dataset"
+    link.symlink_to(tmp_path / "gone")
+    with pytest.raises(OptionError, match=r"^--benchmark-record: .*dataset is a dangling symbolic"):
+        evaluate("metaworld", tasks=["reach-v3"], record=link)
+    # root may write almost anywhere; only an attempt sees that /proc takes no new files.
+    with pytest.raises(OptionError, match=r"^--benchmark-record: cannot write /proc/dataset: "):
+        evaluate("metaworld", tasks=["reach-v3"], record="/proc/dataset")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dataset"]
