@@ -75,8 +75,12 @@ def record_build(root: Path) -> int:
     from pytest_benchmarks.engine.dataset import RecordError, build_dataset
 
     root = root.absolute()
-    if root.exists():
-        raise InputError(f"{root} already exists; move it away to build the dataset there")
+    named = root.with_name(root.name.removesuffix(".parts"))
+    if root.name.endswith(".parts") and not parts_dir(root).exists() and not named.exists():
+        raise InputError(
+            f"{root} is the recorded episodes' folder; give the dataset's directory: "
+            f"pytest-benchmarks record-build {named}"
+        )
     if not parts_dir(root).is_dir():
         raise InputError(f"{parts_dir(root)}: no recorded episodes there")
     try:

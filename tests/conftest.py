@@ -9,7 +9,7 @@ from helpers import TOY_CONFTEST, TOY_TESTS
 @pytest.fixture
 def toy_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     """A pytester project whose tests run the toy benchmark; every process its sessions start
-    carries the project's path in ``TOY_RUN`` (see test_faults.leftover_processes)."""
+    carries the project's path in ``TOY_RUN`` (see helpers.leftover_processes)."""
     monkeypatch.setenv("TOY_RUN", str(pytester.path))
     pytester.makeconftest(TOY_CONFTEST)
     pytester.makepyfile(test_toy=TOY_TESTS)

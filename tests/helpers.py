@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -164,3 +166,26 @@ def pixel_episodes(
     finally:
         env.close()
     return seen
+
+
+def leftover_processes(marker: str, wait_s: float = 10.0) -> list[str]:
+    """Live processes whose command line or environment mentions ``marker`` (the test's
+    directory, in ``TOY_RUN`` of every process a toy session starts, orphans included), after
+    giving the ones on their way out up to ``wait_s`` to go."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                environ = (entry / "environ").read_bytes().decode(errors="replace")
+                state = (entry / "stat").read_text().split(") ", 1)[1][0]
+            except OSError:
+                continue
+            if (marker in cmdline or marker in environ) and state != "Z":
+                found.append(f"{entry.name}: {cmdline[:200]}")
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)

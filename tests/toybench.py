@@ -35,6 +35,7 @@ TASKS = {
     "nan-reward": "Return a NaN reward in the third step of the second episode.",
     "killed-at-start": "Kill a vector-env worker process (SIGKILL) as it starts.",
     "terminate": "Send SIGTERM to the process that steps this env in its second episode.",
+    "slow-start": "Stop responding while the env is built.",
 }
 
 
@@ -48,6 +49,8 @@ class Corridor(gym.Env[np.ndarray, np.ndarray]):
         self.x = 0.0
         self.steps = 0
         self.episodes = 0
+        if self.task == "slow-start":
+            time.sleep(3600)
         _log_lifecycle("build")
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:

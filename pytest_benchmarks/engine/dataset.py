@@ -12,6 +12,7 @@ initial state reproduces its frames.
 from __future__ import annotations
 
 import itertools
+import os
 import shutil
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -21,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from pytest_benchmarks.engine.recording import RecordedEpisode, part_files, read_part
+from pytest_benchmarks.core.errors import one_line
+from pytest_benchmarks.engine.recording import PartError, RecordedEpisode, part_files, read_part
 
 
 class RecordError(RuntimeError):
@@ -66,23 +68,51 @@ def build_dataset(
 ) -> DatasetSummary:
     """Write every part under ``parts`` into a new LeRobotDataset at ``root``; then delete them.
 
-    The dataset takes the benchmark's fps and robot type from the recorded episodes.
-    The parts stay when anything fails (RecordError, one line), so no episode is lost.
-    ``progress`` sees (episodes written, episodes in all) after each episode.
+    The dataset is written into a temporary sibling of ``root`` and renamed to ``root`` when it
+    is whole, so ``root`` is a complete dataset or absent. The dataset takes the benchmark's fps
+    and robot type from the recorded episodes. When anything fails (RecordError, one line) the
+    parts stay and nothing is left at ``root``, so no episode is lost and the build can be run
+    again. ``progress`` sees (episodes written, episodes in all) after each episode.
     """
-    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+    files = _part_files(parts)
+    if root.exists() or root.is_symlink():
+        raise RecordError(f"{root} already exists; move it away to build the dataset there")
+    building = root.with_name(f".{root.name}.building-{os.getpid()}")
+    try:
+        frames, tasks = _build(files, building, root.name, progress)
+        os.rename(building, root)
+    except OSError as exc:
+        raise RecordError(f"cannot write the dataset at {root}: {one_line(exc)}") from None
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    shutil.rmtree(parts)
+    size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+    return DatasetSummary(root, len(files), frames, tasks, size)
 
-    files = part_files(parts) if parts.is_dir() else []
+
+def _part_files(parts: Path) -> list[Path]:
+    try:
+        files = part_files(parts) if parts.is_dir() else []
+    except PartError as exc:
+        raise RecordError(str(exc)) from None
     if not files:
         raise RecordError(f"no episode was recorded (nothing under {parts})")
-    total = len(files)
+    return files
+
+
+def _build(
+    files: list[Path], root: Path, name: str, progress: Callable[[int, int], None] | None
+) -> tuple[int, int]:
+    """The dataset at ``root`` (repository id ``local/NAME``); (frames, tasks) written."""
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
     # One episode in memory at a time: images can be large.
-    episodes = (read_part(path) for path in files)
+    episodes = (_read(path) for path in files)
     first = next(episodes)
     features = lerobot_features(first)
     try:
         dataset = LeRobotDataset.create(
-            repo_id=f"local/{root.name}",
+            repo_id=f"local/{name}",
             fps=first.fps,
             features=features,
             root=root,
@@ -102,15 +132,19 @@ def build_dataset(
             # scalar conversion, a histogram of bools): nothing a user can act on.
             warnings.simplefilter("ignore", DeprecationWarning)
             warnings.simplefilter("ignore", RuntimeWarning)
-            frames, tasks = _write(dataset, features, itertools.chain([first], episodes),
-                                   total, progress)  # fmt: skip
+            return _write(dataset, features, itertools.chain([first], episodes),
+                          len(files), progress)  # fmt: skip
     finally:
         dataset.finalize()
         if quiet:
             datasets.enable_progress_bars()
-    shutil.rmtree(parts)
-    size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
-    return DatasetSummary(root, total, frames, tasks, size)
+
+
+def _read(path: Path) -> RecordedEpisode:
+    try:
+        return read_part(path)
+    except PartError as exc:
+        raise RecordError(str(exc)) from None
 
 
 def _write(

@@ -5,15 +5,27 @@ in the main thread, which interrupts a blocked wait on vector-env workers as wel
 stuck in the test process; the caller then kills the workers. Code that never returns to the
 interpreter (a loop inside a C extension, in the test process itself) cannot be interrupted this
 way; run such envs in worker processes (a batch size above 1 without ``--benchmark-sync``).
+
+pytest's fixture machinery must never see a TaskTimeout: it records only Exceptions and its own
+outcome exceptions as a fixture's error, and the fixture state a TaskTimeout leaves half set up
+fails the next test. A fixture built under the limit is built inside ``fixture_setup()``: there
+the limit raises the caller's ``interrupt`` exception (the plugin's is one of pytest's outcome
+exceptions, which pytest records and an ``except Exception`` in a loader cannot swallow) from
+the fixture's own code, and waits while pytest's own code runs; ``fixture_setup`` turns what
+comes out of the fixture after that back into TaskTimeout once pytest is done.
 """
 
 from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
+
+#: How soon an expired limit retries: after pytest's code it was deferred in, and again after a
+#: fixture that swallowed its interruption.
+_RETRY_S = 0.05
 
 
 class TaskTimeout(BaseException):
@@ -23,21 +35,71 @@ class TaskTimeout(BaseException):
     cannot swallow it."""
 
 
+class _Limit:
+    """The running limit: its message, and whether a fixture is being set up under it."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        self.in_fixture = 0
+        self.expired = False
+        #: Folders of the fixture machinery's code (pytest's), never interrupted.
+        self.machinery: tuple[str, ...] = ()
+        #: What interrupts a fixture's own code.
+        self.interrupt: Callable[[str], BaseException] = TaskTimeout
+
+    def expire(self, signum: int, frame: FrameType | None) -> None:
+        if not self.in_fixture:
+            raise TaskTimeout(self.message)
+        signal.setitimer(signal.ITIMER_REAL, _RETRY_S)  # until the fixture gives up
+        if frame is not None and frame.f_code.co_filename.startswith(self.machinery):
+            return  # pytest's own code: try again a moment later, in the fixture's
+        self.expired = True
+        raise self.interrupt(self.message)
+
+
+_running: _Limit | None = None
+
+
 @contextmanager
 def time_limit(seconds: float | None, what: str) -> Iterator[None]:
     """Raise TaskTimeout in this block after ``seconds`` (None: no limit, or off the main thread,
     where signals cannot be delivered)."""
+    global _running
     if not seconds or threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def expire(signum: int, frame: FrameType | None) -> None:
-        raise TaskTimeout(f"{what} timed out after {seconds:g} s (--benchmark-timeout)")
-
-    previous = signal.signal(signal.SIGALRM, expire)
+    limit = _Limit(f"{what} timed out after {seconds:g} s (--benchmark-timeout)")
+    previous = signal.signal(signal.SIGALRM, limit.expire)
+    outer, _running = _running, limit
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        _running = outer
+
+
+@contextmanager
+def fixture_setup(
+    machinery: tuple[str, ...], interrupt: Callable[[str], BaseException]
+) -> Iterator[None]:
+    """Run a fixture machinery whose code lies under the ``machinery`` folders (pytest's
+    ``request.getfixturevalue``) under the running limit without breaking it; ``interrupt``
+    makes the exception that stops the fixture's own code. See the module's docstring."""
+    limit = _running
+    if limit is None:
+        yield
+        return
+    limit.machinery, limit.interrupt = machinery, interrupt
+    limit.in_fixture += 1
+    try:
+        yield
+    except BaseException:
+        # Whatever the fixture made of its interruption (a loader's own error wrapping it).
+        if not limit.expired:
+            raise
+        signal.setitimer(signal.ITIMER_REAL, 0)  # no retry inside the caller's handling
+        raise TaskTimeout(limit.message) from None
+    finally:
+        limit.in_fixture -= 1

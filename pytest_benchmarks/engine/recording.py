@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Mapping, Sequence
+import zipfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from pytest_benchmarks.core.benchmark import Benchmark
+from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.files import parts_dir, write_atomic
 from pytest_benchmarks.core.processors import EnvProcessors
 from pytest_benchmarks.core.results import EpisodeRecord
@@ -138,23 +141,42 @@ def write_part(parts: Path, episode: RecordedEpisode) -> Path:
     return path
 
 
+class PartError(ValueError):
+    """A part file that cannot be read (empty, truncated, not this format); one line naming it."""
+
+
+@contextmanager
+def _reading(path: Path) -> Iterator[None]:
+    """numpy, zipfile and json raise a dozen kinds of error on a damaged file: one PartError."""
+    try:
+        yield
+    except (OSError, ValueError, EOFError, KeyError, TypeError, zipfile.BadZipFile) as exc:
+        size = path.stat().st_size if path.exists() else 0
+        what = "empty" if size == 0 else f"{size} bytes, {one_line(exc)}"
+        raise PartError(
+            f"{path}: not a readable episode part ({what}); remove it to build the others"
+        ) from None
+
+
 def _meta(path: Path) -> dict[str, Any]:
-    with np.load(path, allow_pickle=False) as data:
+    with _reading(path), np.load(path, allow_pickle=False) as data:
         return dict(json.loads(str(data[_META])))
 
 
 def read_part(path: Path) -> RecordedEpisode:
-    with np.load(path, allow_pickle=False) as data:
-        meta = json.loads(str(data[_META]))
-        frames = {key: data[key] for key in data.files if key != _META}
-    return RecordedEpisode(
-        TaskRef(**meta["task"]),
-        meta["description"],
-        EpisodeRecord(**meta["record"]),
-        frames,
-        int(meta["fps"]),
-        meta["robot_type"],
-    )
+    """One part file's episode; PartError when the file is damaged."""
+    with _reading(path):
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(str(data[_META]))
+            frames = {key: data[key] for key in data.files if key != _META}
+        return RecordedEpisode(
+            TaskRef(**meta["task"]),
+            meta["description"],
+            EpisodeRecord(**meta["record"]),
+            frames,
+            int(meta["fps"]),
+            meta["robot_type"],
+        )
 
 
 def part_files(parts: Path) -> list[Path]:

@@ -6,8 +6,10 @@ when one is given.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
+from pytest_benchmarks.core.files import write_atomic
 from pytest_benchmarks.core.results import TaskResult, rate_text, wilson_interval
 from pytest_benchmarks.metrics.stats import Comparison, compare_results
 
@@ -106,6 +108,7 @@ def chart(results: list[TaskResult], path: Path, baseline: list[TaskResult] | No
     ax.grid(axis="x", alpha=0.3)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
+    image = io.BytesIO()  # drawn whole, then written atomically: never a half-written chart
+    fig.savefig(image, dpi=100, format=path.suffix.lower().lstrip(".") or "png")
     plt.close(fig)
+    write_atomic(path, image.getvalue())

@@ -171,8 +171,11 @@ class ResultCollector:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the run's results are not saved
         if self.state.settings.record is not None:
             self.record_line, written = build_record(self.state.settings.record, self.show)
-            if not written and session.exitstatus == pytest.ExitCode.OK:
-                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            if not written:
+                # The run did not leave all it was asked for: the document says so too.
+                if session.exitstatus == pytest.ExitCode.OK:
+                    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+                self.write(partial=True, exitstatus=int(session.exitstatus), empty=True)
 
     def write(self, partial: bool, exitstatus: int | None, empty: bool = False) -> None:
         """The metrics JSON as it stands; ``empty`` writes it even with no task in it."""

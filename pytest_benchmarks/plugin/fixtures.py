@@ -25,6 +25,7 @@ from pytest_benchmarks.plugin.progress import ProgressReporter
 from pytest_benchmarks.plugin.rerun import rerun_command
 from pytest_benchmarks.plugin.session import PENDING, get_state
 from pytest_benchmarks.plugin.speed import SpeedProbe
+from pytest_benchmarks.plugin.timeouts import fixture_value
 from pytest_benchmarks.policies import make_policy
 from pytest_benchmarks.policies.sources import PolicySourceError
 
@@ -122,7 +123,7 @@ def evaluate(
 
     def build_policy() -> Policy:
         try:
-            policy = request.getfixturevalue("policy")
+            policy = fixture_value(request, "policy")
         except pytest.fail.Exception as exc:  # the policy fixture's own one-line failures
             raise PolicyError(str(exc.msg).removeprefix(f"{benchmark_task.id}: ")) from None
         if not isinstance(policy, Policy):

@@ -31,7 +31,7 @@ from pytest_benchmarks.plugin.session import (
 
 MARKER = "benchmark_env"
 
-RESTORE_SIGTERM = pytest.StashKey[Callable[[], None]]()
+RESTORE_SIGNALS = pytest.StashKey[Callable[[], None]]()
 
 
 class _Excluded:
@@ -55,11 +55,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if not state.is_worker:
         config.pluginmanager.register(ResultCollector(config, state), "benchmarks-collector")
     xdist_controller = not state.is_worker and bool(getattr(config.option, "numprocesses", None))
-    config.stash[RESTORE_SIGTERM] = signals.install(forward_to_children=xdist_controller)
+    role = "worker" if state.is_worker else "controller" if xdist_controller else "session"
+    config.stash[RESTORE_SIGNALS] = signals.install(role)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    config.stash.get(RESTORE_SIGTERM, lambda: None)()
+    config.stash.get(RESTORE_SIGNALS, lambda: None)()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -1,12 +1,19 @@
-"""SIGTERM handled like Ctrl-C: CI runners, ``timeout`` and container stops end a job with
-SIGTERM, and the run must still print its summary and keep what finished.
+"""Ctrl-C and SIGTERM end a run the same way, with the summary printed and what finished kept.
 
-The handler raises ``Terminated`` (a KeyboardInterrupt), so pytest, xdist and the plugin take
-the path they take on Ctrl-C: the running task records its finished episodes and the error, the
-metrics JSON is written with ``partial`` and the exit status. Under xdist the controller does
-not raise: it passes the signal on to its workers, which handle it that way and hand over what
-they finished, and xdist then ends the session as interrupted.
-A handler is installed only where SIGTERM still has its default action.
+CI runners, ``timeout`` and container stops end a job with SIGTERM; a terminal's Ctrl-C sends
+SIGINT to the whole process group, xdist's workers included. Either way the running task records
+its finished episodes and the error, and the metrics JSON is written with ``partial`` and the
+exit status:
+
+- A session without xdist, and each xdist worker, raises on the first signal: ``Terminated``
+  (a KeyboardInterrupt) for SIGTERM, KeyboardInterrupt for SIGINT; pytest and the plugin then
+  take their Ctrl-C path. A worker ignores the SIGTERM its controller passes on after the
+  group's SIGINT reached it: that is the same Ctrl-C, not a second one.
+- xdist's controller does not raise on the first signal, which would stop it listening to its
+  workers: it passes SIGTERM on to them, they hand over what they finished, and xdist ends the
+  session as interrupted. A second Ctrl-C (or SIGTERM) there ends the session at once.
+
+A handler is installed only where the signal still has its default action.
 """
 
 from __future__ import annotations
@@ -14,10 +21,17 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+
+#: Each signal's default action in Python (SIGINT raises KeyboardInterrupt).
+_DEFAULTS: dict[int, Callable[[int, FrameType | None], object] | int] = {
+    signal.SIGTERM: signal.SIG_DFL,
+    signal.SIGINT: signal.default_int_handler,
+}
 
 
 class Terminated(KeyboardInterrupt):
@@ -35,28 +49,55 @@ def child_pids() -> list[int]:
     return pids
 
 
-def install(forward_to_children: bool) -> Callable[[], None]:
-    """Make SIGTERM raise Terminated here; returns the function that restores the default."""
+def _forward(signum: int) -> list[int]:
+    """Send ``signum`` to this process's children; the ones it reached."""
+    reached = []
+    for pid in child_pids():
+        with contextlib.suppress(OSError):  # already gone
+            os.kill(pid, signum)
+            reached.append(pid)
+    return reached
+
+
+def _raise_for(signum: int) -> None:
+    if signum == signal.SIGTERM:
+        raise Terminated("SIGTERM")
+    raise KeyboardInterrupt
+
+
+def install(role: str) -> Callable[[], None]:
+    """Handle SIGINT and SIGTERM as the module says for ``role``: ``session`` (no xdist),
+    ``worker`` or ``controller``. Returns the function that restores the defaults."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return lambda: None  # someone else's handler: leave it
-
-    def terminated(signum: int, frame: FrameType | None) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process
-        workers = child_pids() if forward_to_children else []
-        for pid in workers:
-            with contextlib.suppress(OSError):  # already gone
-                os.kill(pid, signal.SIGTERM)
-        if not workers:
-            raise Terminated("SIGTERM")
-        # xdist's controller: its workers stop their tasks and hand them over, and xdist then
-        # ends the session as interrupted; raising here would stop listening to them.
-
-    signal.signal(signal.SIGTERM, terminated)
+    handled = [signal.SIGTERM] + ([signal.SIGINT] if role != "session" else [])
+    handled = [s for s in handled if signal.getsignal(s) is _DEFAULTS[s]]  # else someone's own
+    first: list[int] = []
 
     def restore() -> None:
-        if signal.getsignal(signal.SIGTERM) is terminated:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for signum in handled:
+            if signal.getsignal(signum) is handler:
+                signal.signal(signum, _DEFAULTS[signum])
 
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if first and role == "worker" and first[0] == signal.SIGINT and signum == signal.SIGTERM:
+            return  # the controller passing on the Ctrl-C this worker already stops for
+        if first or role != "controller":
+            again = bool(first)
+            first.append(signum)
+            if again:  # a second request: as if no handler were set
+                restore()
+                if signum == signal.SIGTERM:
+                    os.kill(os.getpid(), signal.SIGTERM)
+            _raise_for(signum)
+        first.append(signum)
+        if not _forward(signal.SIGTERM):
+            _raise_for(signum)  # no workers to wait for
+        sys.stderr.write(
+            "\npytest-benchmarks: stopping; the workers hand over what they finished "
+            "(Ctrl-C again to stop at once)\n"
+        )
+
+    for signum in handled:
+        signal.signal(signum, handler)
     return restore

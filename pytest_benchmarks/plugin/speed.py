@@ -15,9 +15,11 @@ import pytest
 from pytest_benchmarks.core.policy import Policy
 from pytest_benchmarks.core.processors import EnvProcessors
 from pytest_benchmarks.core.tasks import TaskRef
+from pytest_benchmarks.engine.deadline import time_limit
 from pytest_benchmarks.engine.speed import Timer, time_env_step, time_policy
 from pytest_benchmarks.engine.vector import LazyVectorEnv
 from pytest_benchmarks.plugin.session import get_state
+from pytest_benchmarks.plugin.timeouts import fixture_value
 
 
 @dataclass
@@ -32,39 +34,46 @@ class SpeedProbe:
     def policy_latency(self, benchmark: Timer) -> None:
         """Seconds per inference: ``policy.act`` on a batch of this task's observations, the
         policy reset before each call (the batch size is the run's: ``--benchmark-batch-size``,
-        or auto); ``--benchmark-max-time`` and ``--benchmark-min-rounds`` size the rounds."""
-        policy = self.request.getfixturevalue("policy")
-        if not isinstance(policy, Policy):
-            pytest.fail(
-                f"{self.task.id}: the policy fixture gave {type(policy).__name__}, not a policy "
-                "(reset, act, identity)",
-                pytrace=False,
-            )
+        or auto); ``--benchmark-max-time`` and ``--benchmark-min-rounds`` size the rounds.
+        The policy's build and the timing are within ``--benchmark-timeout``."""
         config = self.request.config
+        settings = get_state(config).settings
+        failed = True
         try:
-            time_policy(
-                benchmark,
-                self.vector_env,
-                policy,
-                processors=self.processors,
-                seed=get_state(config).settings.seed,
-                **_rounds_options(config),
-            )
-        finally:
-            self.vector_env.close()
+            with time_limit(settings.timeout, self.task.id):
+                policy = fixture_value(self.request, "policy")
+                if not isinstance(policy, Policy):
+                    pytest.fail(
+                        f"{self.task.id}: the policy fixture gave {type(policy).__name__}, not a "
+                        "policy (reset, act, identity)",
+                        pytrace=False,
+                    )
+                time_policy(
+                    benchmark,
+                    self.vector_env,
+                    policy,
+                    processors=self.processors,
+                    seed=settings.seed,
+                    **_rounds_options(config),
+                )
+                failed = False
+        finally:  # after a timeout a worker may be hung: kill rather than ask
+            self.vector_env.close(terminate=failed)
 
     def env_step(self, benchmark: Timer) -> None:
         """Seconds per step of one env of this task (its observation mode, its cameras), under
         seeded random actions, resets excluded; ``--benchmark-max-time`` and
-        ``--benchmark-min-rounds`` size the rounds."""
+        ``--benchmark-min-rounds`` size the rounds; within ``--benchmark-timeout``."""
         config = self.request.config
-        time_env_step(
-            benchmark,
-            self.vector_env.benchmark,
-            self.vector_env.config,
-            seed=get_state(config).settings.seed,
-            **_rounds_options(config),
-        )
+        settings = get_state(config).settings
+        with time_limit(settings.timeout, self.task.id):
+            time_env_step(
+                benchmark,
+                self.vector_env.benchmark,
+                self.vector_env.config,
+                seed=settings.seed,
+                **_rounds_options(config),
+            )
 
 
 def _rounds_options(config: pytest.Config) -> dict[str, Any]:

@@ -202,6 +202,11 @@ def test_libero_records_lerobots_layout(tmp_path: Path):
         (["--benchmark-record=out", "--benchmark-record-only=good"],
          "--benchmark-record-only: 'good' is not one of all, success"),
         (["--benchmark-record=exists"], "--benchmark-record: */exists already exists; *"),
+        (["--benchmark-record=dangling"],
+         "--benchmark-record: */dangling is a dangling symbolic link (to */gone); give a new *"),
+        # Only an attempt sees that a directory takes no new files (root writes almost anywhere).
+        (["--benchmark-record=/proc/data"],
+         "--benchmark-record: cannot write /proc/data: directory /proc is not writable *"),
         (["--benchmark-record=out", "--benchmark-env=metaworld,libero",
           "--benchmark-task=reach-v3,libero_spatial/0"],
          "--benchmark-record: one dataset holds one benchmark; metaworld, libero are selected*"),
@@ -210,6 +215,7 @@ def test_libero_records_lerobots_layout(tmp_path: Path):
 def test_bad_record_options_are_one_line(pytester: pytest.Pytester, args: list[str], message: str):
     pytester.makepyfile(test_mw=MW_TESTS)
     (pytester.path / "exists").mkdir()
+    (pytester.path / "dangling").symlink_to(pytester.path / "gone")
     result = pytester.runpytest("--benchmark-env=metaworld", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: {message}"])
@@ -223,10 +229,13 @@ def test_a_failed_build_keeps_the_episodes_for_record_build(pytester: pytest.Pyt
     result = pytester.runpytest(*MW_RUN, "--benchmark-task=reach-v3", f"--benchmark-record={out}")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
-        [f"record: no dataset written: RecordError: cannot create a LeRobot dataset at {out}: *"
-         f"the recorded episodes are kept in {out}.parts"]
+        [f"record: no dataset written: RecordError: {out} already exists; move it away to build "
+         f"the dataset there; the recorded episodes are kept in {out}.parts"]
     )  # fmt: skip
     assert len(list((pytester.path / "data.parts").rglob("*.npz"))) == 3
+    # The metrics JSON says what the exit status says: the run did not leave all it was asked.
+    run = read_metrics(pytester.path / "benchmark-results" / "metrics.json")["run"]
+    assert (run["exitstatus"], run["partial"]) == (pytest.ExitCode.TESTS_FAILED, True)
     # The next run refuses to mix its episodes with these.
     again = pytester.runpytest(*MW_RUN, f"--benchmark-record={out}")
     again.stderr.fnmatch_lines(["ERROR: --benchmark-record: * already exists; *"])
@@ -276,3 +285,57 @@ def test_ctrl_c_keeps_the_finished_episodes_in_the_dataset(toy_project: pytest.P
         (task, index) for task in ("toy/stroll", "toy/walk") for index in range(3)
     ]
     assert not (toy_project.path / "data.parts").exists()
+
+
+def write_parts(parts: Path, count: int) -> list[Path]:
+    from pytest_benchmarks.engine.recording import RecordedEpisode, write_part
+
+    task = catalog.get("metaworld").tasks()[0]
+    paths = []
+    for index in range(count):
+        frames = {"observation.state": np.full((2, 3), index, np.float32),
+                  "action": np.zeros((2, 4), np.float32)}  # fmt: skip
+        record = EpisodeRecord(index, 1000 + index, index, False, 2, 0.0, 0.0, 0.0)
+        paths.append(write_part(parts, RecordedEpisode(task, "reach", record, frames, 80, None)))
+    return paths
+
+
+@pytest.mark.parametrize(
+    ("damage", "index"),
+    [("empty", 0), ("truncated", 2), ("random", 1)],  # the first read to order the parts, or later
+)
+def test_a_damaged_part_is_named_in_one_line_and_leaves_no_half_written_dataset(
+    tmp_path: Path, damage: str, index: int
+):
+    out = tmp_path / "data"
+    paths = write_parts(tmp_path / "data.parts", 3)
+    content = paths[index].read_bytes()
+    damaged = {"empty": b"", "truncated": content[: len(content) // 2],
+               "random": np.random.default_rng(0).bytes(len(content))}[damage]  # fmt: skip
+    paths[index].write_bytes(damaged)
+    cli = [sys.executable, "-m", "pytest_benchmarks.cli", "record-build", str(out)]
+    done = subprocess.run(cli, capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    line = done.stderr.strip()
+    assert "\n" not in line and f"{paths[index]}: not a readable episode part (" in line, line
+    assert line.endswith("; remove it to build the others")
+    # Nothing at DIR, no temporary sibling left, every part kept: the build can run again.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.parts"]
+    assert sorted((tmp_path / "data.parts").rglob("*.npz")) == sorted(paths)
+    paths[index].unlink()
+    again = subprocess.run(cli, capture_output=True, text=True, check=False)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith(f"LeRobotDataset at {out}: 2 episodes")
+
+
+def test_record_build_given_the_parts_folder_names_the_command_to_run(tmp_path: Path):
+    write_parts(tmp_path / "data.parts", 1)
+    cli = [sys.executable, "-m", "pytest_benchmarks.cli", "record-build"]
+    done = subprocess.run([*cli, str(tmp_path / "data.parts")], capture_output=True, text=True,
+                          check=False)  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith(
+        f"{tmp_path / 'data.parts'} is the recorded episodes' folder; give the dataset's "
+        f"directory: pytest-benchmarks record-build {tmp_path / 'data'}"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.parts"]

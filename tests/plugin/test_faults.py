@@ -10,13 +10,12 @@ import multiprocessing
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import jsonschema
 import pytest
-from helpers import read_metrics
+from helpers import leftover_processes, read_metrics
 
 from pytest_benchmarks.metrics.document import schema
 from pytest_benchmarks.metrics.document import write_metrics as write_atomic
@@ -30,29 +29,6 @@ def rows(pytester: pytest.Pytester) -> dict[str, dict]:
     document = read_metrics(pytester.path / "benchmark-results" / "metrics.json")
     jsonschema.validate(document, schema())
     return {row["id"]: row for row in document["results"]}
-
-
-def leftover_processes(marker: str, wait_s: float = 10.0) -> list[str]:
-    """Live processes whose command line or environment mentions ``marker`` (the test's
-    directory, in ``TOY_RUN`` of every process a toy session starts, orphans included), after
-    giving the ones on their way out up to ``wait_s`` to go."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        found = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit() or int(entry.name) == os.getpid():
-                continue
-            try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-                environ = (entry / "environ").read_bytes().decode(errors="replace")
-                state = (entry / "stat").read_text().split(") ", 1)[1][0]
-            except OSError:
-                continue
-            if (marker in cmdline or marker in environ) and state != "Z":
-                found.append(f"{entry.name}: {cmdline[:200]}")
-        if not found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.2)
 
 
 def test_a_killed_vector_worker_is_recorded_with_its_signal(toy_project: pytest.Pytester):

@@ -144,7 +144,7 @@ def test_task_selection_and_group(toy_project: pytest.Pytester):
         ),
         (
             ["--benchmark-task=run"],
-            "--benchmark-task: unknown toy task or group 'run'; valid groups: corridor; valid tasks: walk, stroll, crash, interrupt, killed, hang, reset-error, step-error, stubborn, frozen, nan-reward, killed-at-start, terminate",
+            "--benchmark-task: unknown toy task or group 'run'; valid groups: corridor; valid tasks: walk, stroll, crash, interrupt, killed, hang, reset-error, step-error, stubborn, frozen, nan-reward, killed-at-start, terminate, slow-start",
         ),
         (
             ["--benchmark-policy=magic"],

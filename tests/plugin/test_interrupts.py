@@ -1,0 +1,122 @@
+"""Ctrl-C as a terminal sends it (SIGINT to the whole process group, xdist's workers included)
+ends a run as SIGTERM does: the tasks in flight keep their finished episodes, the summary,
+the ``partial`` marker and the exit status are written; a second Ctrl-C ends it at once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from helpers import leftover_processes, read_metrics
+
+#: A policy that takes a moment per step and notes each episode it starts, one file per task;
+#: ``deaf`` also swallows every KeyboardInterrupt (SIGTERM's Terminated included).
+SLOW_POLICY = """
+import os, time
+import numpy as np
+
+class Slow:
+    def __init__(self, task, num_envs, deaf):
+        self.task, self.num_envs, self.deaf = task, num_envs, deaf
+    def reset(self, slots, seeds):
+        with open(f"started-{self.task}.txt", "a") as f:
+            f.write("x")
+    def act(self, batch):
+        while True:
+            try:
+                time.sleep(0.01 if not self.deaf else 0.2)
+                if not self.deaf:
+                    return np.ones((self.num_envs, 1), dtype=np.float32)
+            except KeyboardInterrupt:
+                if not self.deaf:
+                    raise
+    def identity(self):
+        return {"source": "module", "id": "slow", "revision": None}
+
+def make(config, num_envs):
+    return Slow(config.task.name, num_envs, False)
+
+def deaf(config, num_envs):
+    return Slow(config.task.name, num_envs, config.task.name == "stroll")
+"""
+
+
+def start(project: pytest.Pytester, metrics: Path, factory: str) -> subprocess.Popen[str]:
+    project.makepyfile(slow=SLOW_POLICY)
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2",
+         "--benchmark-task=walk,stroll", "--benchmark-episodes=30", "--benchmark-batch-size=1",
+         f"--benchmark-policy=module:slow:{factory}", f"--benchmark-metrics={metrics}"],
+        cwd=project.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )  # fmt: skip
+
+
+def wait_for_episodes(project: pytest.Pytester, tasks: tuple[str, ...], count: int) -> None:
+    """Until each task has started ``count`` episodes (two workers, one task each)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        files = [project.path / f"started-{task}.txt" for task in tasks]
+        if all(f.exists() and len(f.read_text()) >= count for f in files):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{tasks} did not start {count} episodes each")
+
+
+def test_ctrl_c_to_the_process_group_under_xdist_keeps_every_finished_episode(
+    toy_project: pytest.Pytester,
+):
+    metrics = toy_project.path / "run.json"
+    session = start(toy_project, metrics, "make")
+    wait_for_episodes(toy_project, ("walk", "stroll"), 3)
+    os.killpg(session.pid, signal.SIGINT)
+    out, _ = session.communicate(timeout=120)
+    assert session.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert "benchmark results" in out and "Traceback" not in out
+    document = read_metrics(metrics)
+    assert document["run"]["partial"] is True
+    assert document["run"]["exitstatus"] == pytest.ExitCode.INTERRUPTED
+    rows = {row["id"]: row for row in document["results"]}
+    for task in ("toy/walk", "toy/stroll"):
+        assert 2 <= rows[task]["n_episodes"] < 30, rows[task]
+        assert rows[task]["error"].startswith("KeyboardInterrupt"), rows[task]["error"]
+    assert leftover_processes(str(toy_project.path)) == []
+
+
+def test_ctrl_c_to_the_controller_alone_under_xdist_is_handled_the_same(
+    toy_project: pytest.Pytester,
+):
+    metrics = toy_project.path / "run.json"
+    session = start(toy_project, metrics, "make")
+    wait_for_episodes(toy_project, ("walk", "stroll"), 3)
+    session.send_signal(signal.SIGINT)
+    out, _ = session.communicate(timeout=120)
+    assert session.returncode == pytest.ExitCode.INTERRUPTED, out
+    rows = {row["id"]: row for row in read_metrics(metrics)["results"]}
+    assert all(2 <= rows[t]["n_episodes"] < 30 for t in ("toy/walk", "toy/stroll")), rows
+    assert leftover_processes(str(toy_project.path)) == []
+
+
+def test_a_second_ctrl_c_ends_a_session_whose_worker_will_not_stop(
+    toy_project: pytest.Pytester,
+):
+    # stroll's policy swallows every KeyboardInterrupt: the first Ctrl-C cannot stop its
+    # worker, and the session waits for it; the second ends the session.
+    metrics = toy_project.path / "run.json"
+    session = start(toy_project, metrics, "deaf")
+    wait_for_episodes(toy_project, ("walk", "stroll"), 1)
+    os.killpg(session.pid, signal.SIGINT)
+    time.sleep(3)
+    assert session.poll() is None, "the first Ctrl-C waits for the workers' hand-over"
+    os.killpg(session.pid, signal.SIGINT)
+    out, _ = session.communicate(timeout=120)
+    assert session.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert "Ctrl-C again to stop at once" in out
+    rows = {row["id"]: row for row in read_metrics(metrics)["results"]}
+    assert rows["toy/walk"]["error"].startswith("KeyboardInterrupt")
+    assert leftover_processes(str(toy_project.path)) == []
