@@ -35,6 +35,7 @@ from pytest_benchmarks.engine.recording import recorder_for
 from pytest_benchmarks.engine.vector import LazyVectorEnv, auto_batch_size
 from pytest_benchmarks.metrics import run_info
 from pytest_benchmarks.metrics.document import build_metrics, write_metrics
+from pytest_benchmarks.metrics.resume import carry_on, finished, load_resumable, missing_episodes
 from pytest_benchmarks.policies import make_policy
 
 #: A policy object, a spec (``--benchmark-policy`` syntax) or a factory (config, num_envs).
@@ -68,6 +69,7 @@ def evaluate(
     metrics: str | Path | None = None,
     record: str | Path | None = None,
     record_only: str = "all",
+    resume: bool = False,
 ) -> Evaluation:
     """Run ``episodes`` episodes of every selected task with ``policy``.
 
@@ -80,6 +82,8 @@ def evaluate(
     when given (atomically, rewritten after every task). ``record`` names a new
     directory that receives every episode as a LeRobotDataset (``record_only="success"``: the
     successful ones), as ``--benchmark-record`` does; ``Evaluation.dataset`` is its summary.
+    ``resume`` carries on the run whose metrics JSON is at ``metrics``, as
+    ``--benchmark-resume`` does: its finished tasks are kept, only the missing episodes run.
     """
     settings = validation.build(
         root=Path.cwd(),
@@ -99,11 +103,14 @@ def evaluate(
         metrics=metrics,
         record=record,
         record_only=record_only,
+        resume=resume,
     )
+    if resume and metrics is None:
+        raise validation.OptionError("--benchmark-resume: needs metrics=PATH, the run to carry on")
     spec = policy if isinstance(policy, str) else "object"
     settings = replace(settings, policy=spec)
     selection = validation.select(settings).tasks
-    validation.check_record_path(settings.record)
+    validation.check_record_path(settings.record, settings.resume)
     if metrics is not None:
         validation.check_metrics_path(settings.metrics)
     episodes = settings.episodes
@@ -111,9 +118,25 @@ def evaluate(
     started = time.time()
     static = run_info.static_info(list(sys.argv), Path.cwd())
     out = Evaluation()
+
+    def keep(kept: TaskResult | None, planned: int, result: TaskResult) -> None:
+        if metrics is not None:
+            run = run_info.run_block(static, settings, 0, started, True, None)
+            ongoing = [*out.results, carry_on(kept, result, planned)]
+            write_metrics(settings.metrics, build_metrics(ongoing, run, spec))
+
+    earlier = load_resumable(settings.metrics, settings) if settings.resume else {}
+    done = finished(earlier.values())
     for name, selected in selection.items():
         benchmark = catalog.get(name)
         for task in selected:
+            if task.id in done:
+                out.results.append(done[task.id])
+                continue
+            kept = earlier.get(task.id)
+            indices = missing_episodes(kept, range(episodes))
+            if kept is not None and not indices:  # all there, but it failed after: run again
+                kept, indices = None, list(range(episodes))
             config = settings.env_config(task)
             env = LazyVectorEnv(benchmark, config, slots, sync=settings.sync)
             processors = benchmark.processors(config)
@@ -131,13 +154,14 @@ def evaluate(
                     ),
                     processors=processors,
                     seed=settings.seed,
-                    episodes=range(episodes),
-                    record=lambda r: None,
+                    episodes=indices,
+                    # Also when the task is interrupted: its finished episodes are kept.
+                    record=partial(keep, kept, episodes),
                     recorder=recorder_for(settings, benchmark, task, processors),
                 )
             finally:
                 env.close()
-            out.results.append(result)
+            out.results.append(carry_on(kept, result, episodes))
             run = run_info.run_block(static, settings, 0, started, True, None)
             out.metrics = build_metrics(out.results, run, spec)
             if metrics is not None:

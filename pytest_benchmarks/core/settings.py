@@ -69,6 +69,8 @@ class Settings:
     record: Path | None = None
     #: all, or success: only the episodes that succeeded (demonstrations).
     record_only: str = "all"
+    #: Carry on the run in the metrics JSON: keep its finished tasks and episodes.
+    resume: bool = False
 
     def snapshot_settings(self, task: TaskRef) -> dict[str, Any]:
         """The settings a task's outcome depends on, as its snapshot records them."""
@@ -131,6 +133,7 @@ class Settings:
             "device": self.device,
             "record": str(self.record) if self.record else None,
             "record_only": self.record_only,
+            "resume": self.resume,
         }
 
 

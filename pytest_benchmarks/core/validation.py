@@ -234,6 +234,7 @@ def build(
     device: str | None = None,
     record: str | Path | None = None,
     record_only: str | None = None,
+    resume: bool = False,
 ) -> Settings:
     """Settings from typed values or the flags' strings, each checked as its ``--benchmark-*``
     option is (one-line ``OptionError``); None is the option's default.
@@ -309,6 +310,7 @@ def build(
         device=chosen_device,
         record=_record_dir(record),
         record_only=_choice("--benchmark-record-only", record_only, RECORD_ONLY, "all"),
+        resume=bool(resume),
     )
 
 
@@ -318,7 +320,7 @@ def _record_dir(value: Any) -> Path | None:
     return Path(os.path.expanduser(str(value))).absolute()
 
 
-def check_record_path(path: Path | None) -> None:
+def check_record_path(path: Path | None, resume: bool = False) -> None:
     """A new directory for the dataset (LeRobot's writer creates it, and never merges into an
     old one), with no parts left from an earlier run beside it. Checked by the process that
     builds the dataset, before any episode runs."""
@@ -338,10 +340,11 @@ def check_record_path(path: Path | None) -> None:
     except OSError as exc:
         raise OptionError(f"--benchmark-record: cannot write {path}: {exc}") from None
     parts = parts_dir(path)
-    if parts.exists():
+    if parts.exists() and not resume:
         raise OptionError(
             f"--benchmark-record: {parts} holds the episodes of an earlier run that was not "
-            "built into a dataset; build it with `pytest-benchmarks record-build` or remove it"
+            "built into a dataset; carry that run on with --benchmark-resume, build it with "
+            "`pytest-benchmarks record-build` or remove it"
         )
 
 

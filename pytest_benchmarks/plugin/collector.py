@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_benchmarks.core.errors import one_line
+from pytest_benchmarks.core.files import parts_dir
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.engine.vector import describe_exit
 from pytest_benchmarks.metrics.document import build_metrics, write_metrics
@@ -169,8 +170,16 @@ class ResultCollector:
         )
         if self.write_error is not None and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the run's results are not saved
-        if self.state.settings.record is not None:
-            self.record_line, written = build_record(self.state.settings.record, self.show)
+        record = self.state.settings.record
+        if record is not None and exitstatus == pytest.ExitCode.INTERRUPTED:
+            # Kept for --benchmark-resume, which adds the missing episodes to the same parts.
+            self.record_line = (
+                f"record: interrupted; the finished episodes are kept in {parts_dir(record)}: "
+                "carry the run on with --benchmark-resume, or build them now with "
+                f"`pytest-benchmarks record-build {record}`"
+            )
+        elif record is not None:
+            self.record_line, written = build_record(record, self.show)
             if not written:
                 # The run did not leave all it was asked for: the document says so too.
                 if session.exitstatus == pytest.ExitCode.OK:

@@ -20,6 +20,7 @@ from pytest_benchmarks.engine.evaluation import evaluate_task
 from pytest_benchmarks.engine.recording import recorder_for
 from pytest_benchmarks.engine.trace import StepTraceFile, trace_path
 from pytest_benchmarks.engine.vector import LazyVectorEnv
+from pytest_benchmarks.metrics.resume import carry_on, missing_episodes
 from pytest_benchmarks.plugin.gate import GatedResult
 from pytest_benchmarks.plugin.progress import ProgressReporter
 from pytest_benchmarks.plugin.rerun import rerun_command
@@ -139,22 +140,28 @@ def evaluate(
         tracer = (
             StepTraceFile(trace_path(settings.metrics, benchmark_task)) if settings.debug else None
         )
+        # --benchmark-resume: the episodes an interrupted run finished are kept, the rest run.
+        kept = state.resumed.get(benchmark_task.id)
+        episodes = missing_episodes(kept, settings.indices)
+        if kept is not None and not episodes:  # all there, but it failed after: run it again
+            kept, episodes = None, list(settings.indices)
+        planned = len(settings.indices)
         unbuilt = None
         try:
-            return evaluate_task(
+            return carry_on(kept, evaluate_task(
                 vector_env,
                 build_policy,
                 processors=env_processors,
                 seed=settings.seed,
-                episodes=settings.indices,
-                record=record,
+                episodes=episodes,
+                record=lambda result: record(carry_on(kept, result, planned)),
                 timeout=settings.timeout,
                 progress=ProgressReporter(request.node, settings.progress_s),
                 trace=tracer,
                 recorder=recorder_for(
                     settings, vector_env.benchmark, benchmark_task, env_processors
                 ),
-            )
+            ), planned)  # fmt: skip
         except PolicyError as exc:
             unbuilt = str(exc)
         finally:

@@ -197,6 +197,15 @@ def add_options(parser: pytest.Parser) -> None:
         help="with --snapshot-update: replace snapshots even by a run of fewer episodes or "
         "other settings (seed, step limit, observations); without it they are kept",
     )
+    group.addoption(
+        "--benchmark-resume",
+        dest="benchmark_resume",
+        action="store_true",
+        default=None,
+        help="carry on the run whose metrics JSON is at --benchmark-metrics: keep its finished "
+        "tasks, run only the episodes it lacks (same settings and policy required)",
+    )
+    parser.addini("benchmark_resume", "like --benchmark-resume", type="bool", default=False)
     parser.addini(
         "benchmark_snapshot_replace",
         "like --benchmark-snapshot-replace",
@@ -228,7 +237,9 @@ def read(config: pytest.Config) -> dict[str, Any]:
                 value = str(config.inipath.parent / os.path.expanduser(value))
         if value not in ("", None):
             raw[flag] = value
-    for flag in ("--benchmark-sync", "--benchmark-debug", "--benchmark-snapshot-replace"):
+    flags = ("--benchmark-sync", "--benchmark-debug", "--benchmark-snapshot-replace",
+             "--benchmark-resume")  # fmt: skip
+    for flag in flags:
         dest = _dest(flag)
         raw[flag] = bool(config.getoption(dest) or config.getini(dest))
     return raw
@@ -243,7 +254,7 @@ def load(config: pytest.Config, check_metrics: bool) -> tuple[Settings, Selectio
         options = validate(read(config), config.rootpath)
         if check_metrics:
             check_metrics_path(options.metrics)
-            check_record_path(options.record)
+            check_record_path(options.record, options.resume)
         return options, select(options)
     except OptionError as exc:
         raise pytest.UsageError(str(exc)) from None

@@ -11,6 +11,7 @@ from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.settings import Settings
 from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
 from pytest_benchmarks.engine.vector import auto_batch_size
+from pytest_benchmarks.metrics.resume import ResumeError, finished, load_resumable
 from pytest_benchmarks.metrics.stats import Comparison
 from pytest_benchmarks.plugin import options
 
@@ -38,6 +39,8 @@ class SessionState:
     #: Benchmark tests deselected, per benchmark, and benchmark tests collected.
     deselected: dict[str, int] = field(default_factory=dict)
     collected: int = 0
+    #: --benchmark-resume: the earlier run's results of this selection, by task id.
+    resumed: dict[str, TaskResult] = field(default_factory=dict)
     #: Per test function: the tasks that can fail, Tarone's K, the tasks with a snapshot.
     gate_families: dict[str, tuple[frozenset[str], int, int]] = field(default_factory=dict)
 
@@ -73,7 +76,7 @@ def build_state(config: pytest.Config) -> SessionState:
         if is_worker
         else int(getattr(config.option, "numprocesses", 0) or 0)
     )
-    return SessionState(
+    state = SessionState(
         settings=settings,
         selection=selection.tasks,
         unavailable=selection.unavailable,
@@ -81,6 +84,18 @@ def build_state(config: pytest.Config) -> SessionState:
         is_worker=is_worker,
         workers=workers,
     )
+    if settings.resume:
+        try:
+            earlier = load_resumable(settings.metrics, settings)
+        except ResumeError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        state.resumed = {i: r for i, r in earlier.items() if i in state.task_ids()}
+        # A finished task's tests read its kept result; its simulator never starts.
+        kept = finished(state.resumed.values())
+        state.cache.update(kept)
+        if not is_worker:
+            state.results.update(kept)
+    return state
 
 
 STATE = pytest.StashKey[SessionState]()

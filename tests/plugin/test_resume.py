@@ -1,0 +1,202 @@
+"""``--benchmark-resume`` (and ``resume=`` in the API) carries an interrupted run on: finished
+tasks are kept and not run, an interrupted task runs only its missing episodes, and the result
+equals an uninterrupted run's, episode for episode; a file of other settings is refused."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import TESTS, outcomes, read_metrics
+
+#: The toy's walker, noting each episode it starts (task and seed) in ``episodes.txt``; it
+#: raises KeyboardInterrupt (as Ctrl-C would) at stroll's fourth episode unless the file
+#: ``calm`` exists, which it then writes: one interruption.
+FLAKY = """
+import os
+from pathlib import Path
+import numpy as np
+
+class Walker:
+    def __init__(self, task, num_envs):
+        self.task, self.num_envs = task, num_envs
+    def reset(self, slots, seeds):
+        with open("episodes.txt", "a") as f:
+            f.write("".join(f"{self.task} {s}\\n" for s in seeds))
+        if self.task == "stroll" and 1003 in seeds and not Path("calm").exists():
+            Path("calm").touch()  # once
+            raise KeyboardInterrupt
+    def act(self, batch):
+        return np.ones((len(batch["observation.state"]), 1), dtype=np.float32)
+    def identity(self):
+        return {"source": "module", "id": "flaky", "revision": None}
+
+def make(config, num_envs):
+    return Walker(config.task.name, num_envs)
+"""
+RUN = ["-p", "no:cacheprovider", "--benchmark-task=walk,stroll", "--benchmark-episodes=6",
+       "--benchmark-batch-size=1", "--benchmark-policy=module:flaky:make"]  # fmt: skip
+
+
+def glob_literal(text: str) -> str:
+    """``text`` as an fnmatch pattern that matches only itself ([ opens a character class)."""
+    return text.replace("[", "[[]")
+
+
+def started(project: pytest.Pytester) -> list[str]:
+    """The episodes started since the last call, as ``task seed`` lines."""
+    log = project.path / "episodes.txt"
+    lines = log.read_text().split("\n")[:-1] if log.exists() else []
+    log.unlink(missing_ok=True)
+    return lines
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_resumed_run_equals_an_uninterrupted_one_and_runs_only_what_is_missing(
+    toy_project: pytest.Pytester, workers: str
+):
+    toy_project.makepyfile(flaky=FLAKY)
+    (toy_project.path / "calm").touch()
+    whole = toy_project.runpytest_subprocess(*RUN, "-n", workers, "--benchmark-metrics=whole.json")
+    whole.assert_outcomes(passed=4)
+    started(toy_project)
+    (toy_project.path / "calm").unlink()
+
+    cut = toy_project.runpytest_subprocess(*RUN, "-n", workers, "--benchmark-metrics=run.json")
+    assert cut.ret == pytest.ExitCode.INTERRUPTED
+    first = read_metrics(toy_project.path / "run.json")
+    assert first["run"]["partial"] is True
+    rows = {row["id"]: row for row in first["results"]}
+    assert (
+        rows["toy/stroll"]["n_episodes"] == 3 and rows["toy/stroll"]["error"] == "KeyboardInterrupt"
+    )
+    before = started(toy_project)
+
+    resumed = toy_project.runpytest_subprocess(
+        *RUN, "-n", workers, "--benchmark-metrics=run.json", "--benchmark-resume"
+    )
+    resumed.assert_outcomes(passed=4)
+    resumed.stdout.fnmatch_lines(["resume: * finished tasks kept from *run.json; * episodes"])
+    document = read_metrics(toy_project.path / "run.json")
+    assert outcomes(document) == outcomes(read_metrics(toy_project.path / "whole.json"))
+    assert document["run"]["partial"] is False and document["run"]["exitstatus"] == 0
+    # Only the episodes the interrupted run lacked ran again.
+    walk_done = rows.get("toy/walk", {}).get("n_episodes") == 6
+    expected = [f"stroll {1000 + i}" for i in range(3, 6)]
+    if not walk_done:  # under xdist the interrupt may stop walk's worker too
+        done = {e["index"] for e in rows.get("toy/walk", {"episodes": []})["episodes"]}
+        expected += [f"walk {1000 + i}" for i in range(6) if i not in done]
+    assert sorted(started(toy_project)) == sorted(expected), before
+
+
+def test_a_file_of_other_settings_is_refused_in_one_line(toy_project: pytest.Pytester):
+    toy_project.makepyfile(flaky=FLAKY)
+    (toy_project.path / "calm").touch()
+    toy_project.runpytest_subprocess(*RUN, "--benchmark-metrics=run.json").assert_outcomes(passed=4)
+    for option, message in [
+        ("--benchmark-seed=7", "seed 1000, this run has 7"),
+        ("--benchmark-episodes=8", "episodes 6, this run has 8"),
+        ("--benchmark-task=walk", "tasks ['walk', 'stroll'], this run has ['walk']"),
+        ("--benchmark-policy=scripted", "policy 'module:flaky:make', this run has 'scripted'"),
+    ]:
+        result = toy_project.runpytest_subprocess(
+            *RUN, "--benchmark-metrics=run.json", "--benchmark-resume", option
+        )
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(
+            [f"ERROR: --benchmark-resume: *run.json was made with {glob_literal(message)}; resume with the "
+             "same settings, or run without --benchmark-resume"]
+        )  # fmt: skip
+    (toy_project.path / "bad.json").write_text("{")
+    broken = toy_project.runpytest_subprocess(
+        *RUN, "--benchmark-metrics=bad.json", "--benchmark-resume"
+    )
+    broken.stderr.fnmatch_lines(["ERROR: --benchmark-resume: *bad.json: not valid JSON *"])
+
+
+def test_resume_without_a_file_runs_everything(toy_project: pytest.Pytester):
+    toy_project.makepyfile(flaky=FLAKY)
+    (toy_project.path / "calm").touch()
+    result = toy_project.runpytest_subprocess(
+        *RUN, "--benchmark-metrics=new.json", "--benchmark-resume"
+    )
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["resume: no earlier results at *new.json; every task runs"])
+
+
+API_RESUME = """
+import sys
+sys.path[:0] = [{tests!r}, "."]
+import toybench  # registers the toy benchmark in this process
+from pathlib import Path
+import pytest
+from helpers import outcomes, read_metrics
+from pytest_benchmarks.api import evaluate
+from pytest_benchmarks.core.validation import OptionError
+
+run = {{"tasks": ["walk", "stroll"], "episodes": 6, "policy": "module:flaky:make"}}
+Path("calm").touch()
+whole = evaluate("toy", **run, metrics="whole.json")
+Path("calm").unlink()
+try:
+    evaluate("toy", **run, metrics="run.json")
+    raise SystemExit("not interrupted")
+except KeyboardInterrupt:
+    pass
+cut = {{row["id"]: row for row in read_metrics(Path("run.json"))["results"]}}
+assert cut["toy/stroll"]["n_episodes"] == 3, cut
+Path("episodes.txt").unlink()
+resumed = evaluate("toy", **run, metrics="run.json", resume=True)
+assert outcomes(resumed.metrics) == outcomes(whole.metrics)
+assert resumed.metrics["run"]["partial"] is False
+assert Path("episodes.txt").read_text().split()[1::2] == ["1003", "1004", "1005"]
+try:
+    evaluate("toy", **run, resume=True)
+    raise SystemExit("resume without metrics was accepted")
+except OptionError as exc:
+    assert str(exc).startswith("--benchmark-resume: needs metrics=PATH"), exc
+print("resumed")
+"""
+
+
+def test_the_api_resumes_too(tmp_path: Path):
+    (tmp_path / "flaky.py").write_text(FLAKY)
+    script = API_RESUME.format(tests=str(TESTS))
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
+                          text=True, check=False)  # fmt: skip
+    assert done.returncode == 0 and done.stdout.strip() == "resumed", done.stderr[-3000:]
+
+
+def test_a_resumed_recording_run_writes_the_uninterrupted_runs_dataset(
+    toy_project: pytest.Pytester,
+):
+    pytest.importorskip("lerobot.datasets", reason="LeRobot is not installed")
+    toy_project.makepyfile(flaky=FLAKY)
+    (toy_project.path / "calm").touch()
+    whole = toy_project.runpytest_subprocess(
+        *RUN, "--benchmark-metrics=whole.json", "--benchmark-record=whole"
+    )
+    whole.assert_outcomes(passed=4)
+    (toy_project.path / "calm").unlink()
+    record = ["--benchmark-metrics=run.json", "--benchmark-record=data"]
+    cut = toy_project.runpytest_subprocess(*RUN, *record)
+    assert cut.ret == pytest.ExitCode.INTERRUPTED and not (toy_project.path / "data").exists()
+    assert len(list((toy_project.path / "data.parts").rglob("*.npz"))) == 9
+    resumed = toy_project.runpytest_subprocess(*RUN, *record, "--benchmark-resume")
+    resumed.assert_outcomes(passed=4)
+    resumed.stdout.fnmatch_lines(["record: LeRobotDataset at *data: 12 episodes of 2 tasks, *"])
+    check = (
+        "from lerobot.datasets.lerobot_dataset import LeRobotDataset\n"
+        "import numpy as np, sys\n"
+        "a, b = (LeRobotDataset('local/' + n, root=n) for n in ('whole', 'data'))\n"
+        "fa, fb = (d.hf_dataset.with_format('numpy')[:] for d in (a, b))\n"
+        "keys = ['observation.state', 'action', 'next.reward', 'episode_index', 'frame_index']\n"
+        "assert all(np.array_equal(fa[k], fb[k]) for k in keys)\n"
+        "assert list(a.meta.episodes['benchmark/seed']) == list(b.meta.episodes['benchmark/seed'])\n"
+        "print('equal')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", check], cwd=toy_project.path,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.stdout.strip() == "equal", done.stderr[-2000:]
