@@ -294,3 +294,57 @@ def test_ctrl_c_keeps_the_finished_episodes_for_resume_or_record_build(
         (task, index) for task in ("toy/stroll", "toy/walk") for index in range(3)
     ]
     assert not (toy_project.path / "data.parts").exists()
+
+
+def write_parts(parts: Path, count: int) -> list[Path]:
+    from pytest_benchmarks.engine.recording import RecordedEpisode, write_part
+
+    task = catalog.get("metaworld").tasks()[0]
+    paths = []
+    for index in range(count):
+        frames = {"observation.state": np.full((2, 3), index, np.float32),
+                  "action": np.zeros((2, 4), np.float32)}  # fmt: skip
+        record = EpisodeRecord(index, 1000 + index, index, False, 2, 0.0, 0.0, 0.0)
+        paths.append(write_part(parts, RecordedEpisode(task, "reach", record, frames, 80, None)))
+    return paths
+
+
+@pytest.mark.parametrize(
+    ("damage", "index"),
+    [("empty", 0), ("truncated", 2), ("random", 1)],  # the first read to order the parts, or later
+)
+def test_a_damaged_part_is_named_in_one_line_and_leaves_no_half_written_dataset(
+    tmp_path: Path, damage: str, index: int
+):
+    out = tmp_path / "data"
+    paths = write_parts(tmp_path / "data.parts", 3)
+    content = paths[index].read_bytes()
+    damaged = {"empty": b"", "truncated": content[: len(content) // 2],
+               "random": np.random.default_rng(0).bytes(len(content))}[damage]  # fmt: skip
+    paths[index].write_bytes(damaged)
+    cli = [sys.executable, "-m", "pytest_benchmarks.cli", "record-build", str(out)]
+    done = subprocess.run(cli, capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    line = done.stderr.strip()
+    assert "\n" not in line and f"{paths[index]}: not a readable episode part (" in line, line
+    assert line.endswith("; remove it to build the others")
+    # Nothing at DIR, no temporary sibling left, every part kept: the build can run again.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.parts"]
+    assert sorted((tmp_path / "data.parts").rglob("*.npz")) == sorted(paths)
+    paths[index].unlink()
+    again = subprocess.run(cli, capture_output=True, text=True, check=False)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith(f"LeRobotDataset at {out}: 2 episodes")
+
+
+def test_record_build_given_the_parts_folder_names_the_command_to_run(tmp_path: Path):
+    write_parts(tmp_path / "data.parts", 1)
+    cli = [sys.executable, "-m", "pytest_benchmarks.cli", "record-build"]
+    done = subprocess.run([*cli, str(tmp_path / "data.parts")], capture_output=True, text=True,
+                          check=False)  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith(
+        f"{tmp_path / 'data.parts'} is the recorded episodes' folder; give the dataset's "
+        f"directory: pytest-benchmarks record-build {tmp_path / 'data'}"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.parts"]
