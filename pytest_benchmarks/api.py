@@ -27,6 +27,7 @@ from pytest_benchmarks.core.features import Feature
 from pytest_benchmarks.core.files import parts_dir
 from pytest_benchmarks.core.policy import Policy
 from pytest_benchmarks.core.results import TaskResult
+from pytest_benchmarks.core.selection import select
 from pytest_benchmarks.core.settings import DEFAULT_EPISODES, DEFAULT_SEED
 from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.engine.dataset import DatasetSummary, build_dataset
@@ -109,7 +110,7 @@ def evaluate(
         raise validation.OptionError("--benchmark-resume: needs metrics=PATH, the run to carry on")
     spec = policy if isinstance(policy, str) else "object"
     settings = replace(settings, policy=spec)
-    selection = validation.select(settings).tasks
+    selection = select(settings).tasks
     validation.check_record_path(settings.record, settings.resume)
     if metrics is not None:
         validation.check_metrics_path(settings.metrics)

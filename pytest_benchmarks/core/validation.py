@@ -1,8 +1,9 @@
 """Validation of every ``--benchmark-*`` value, for the plugin and for ``pytest_benchmarks.api``.
 
 Each bad value becomes one line that names the option and what is valid (``OptionError``);
-the choices that depend on the selection (observation modes, cameras, rendering, videos) are
-checked here too, once the benchmarks and tasks are resolved.
+``build`` takes typed values (the API) or the flags' strings (the plugin, through
+``settings``). The choices that depend on the selection (observation modes, cameras,
+rendering, videos, recording) are checked in ``core.selection`` once the tasks are resolved.
 """
 
 from __future__ import annotations
@@ -11,11 +12,10 @@ import importlib.util
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_benchmarks.core import catalog, rendering
+from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.files import check_writable, parts_dir
 from pytest_benchmarks.core.policy_spec import (
     PolicySpecError,
@@ -39,9 +39,8 @@ from pytest_benchmarks.core.settings import (
     RENDER_MODES,
     VIDEO_MODES,
     Settings,
-    default_obs,
 )
-from pytest_benchmarks.core.tasks import DEFAULT_IMAGE_SIZE, SelectionError, TaskRef, did_you_mean
+from pytest_benchmarks.core.tasks import DEFAULT_IMAGE_SIZE, did_you_mean
 
 
 class OptionError(ValueError):
@@ -348,123 +347,9 @@ def check_record_path(path: Path | None, resume: bool = False) -> None:
         )
 
 
-def _check_record(options: Settings, selection: dict[str, list[TaskRef]]) -> None:
-    """A dataset holds one benchmark's observation layout, and LeRobot writes it."""
-    if options.record is None:
-        if options.record_only != "all":
-            raise OptionError("--benchmark-record-only: needs --benchmark-record DIR")
-        return
-    chosen = [name for name, tasks in selection.items() if tasks]
-    if len(chosen) > 1:
-        raise OptionError(
-            f"--benchmark-record: one dataset holds one benchmark; {', '.join(chosen)} are "
-            "selected (choose one with --benchmark-env)"
-        )
-    if importlib.util.find_spec("lerobot") is None:
-        raise OptionError(
-            "--benchmark-record: LeRobot writes the dataset and is not installed: "
-            "pip install 'pytest-benchmarks[lerobot]'"
-        )
-
-
 def check_metrics_path(path: Path) -> None:
     """The metrics file must be writable: a run must not end with nowhere to put its results."""
     try:
         check_writable(path)
     except OSError as exc:
         raise OptionError(f"--benchmark-metrics: cannot write {path}: {exc}") from None
-
-
-@dataclass
-class Selection:
-    """Which benchmarks and tasks a run covers, and why the others are left out."""
-
-    #: Tasks to run per active benchmark.
-    tasks: dict[str, list[TaskRef]]
-    #: Benchmarks skipped because their extra is not installed -> reason.
-    unavailable: dict[str, str] = field(default_factory=dict)
-    #: Benchmarks left out by ``--benchmark-env``.
-    excluded: list[str] = field(default_factory=list)
-
-
-def select(options: Settings) -> Selection:
-    """Resolve the benchmarks and tasks of a run and check the options that depend on them."""
-    unavailable: dict[str, str] = {}
-    active: list[str] = []
-    for name in options.envs or catalog.names():
-        reason = catalog.problem(name)
-        if reason and options.envs:
-            raise OptionError(f"--benchmark-env: {reason}")
-        if reason:
-            unavailable[name] = reason
-        else:
-            active.append(name)
-    try:
-        tasks = catalog.resolve(active, options.tasks)
-    except SelectionError as exc:
-        raise OptionError(f"--benchmark-task: {exc}") from None
-    if options.shard:
-        tasks = shard_of(tasks, *options.shard)
-    for name, chosen in tasks.items():
-        modes = catalog.get(name).observation_modes
-        if chosen and options.obs and options.obs not in modes:
-            raise OptionError(
-                f"--benchmark-obs: {name} offers {', '.join(modes)}, not {options.obs}"
-            )
-    _check_cameras(options, tasks)
-    _check_rendering(options, tasks)
-    _check_video(options, tasks)
-    _check_record(options, tasks)
-    excluded = [n for n in catalog.names() if options.envs and n not in options.envs]
-    return Selection(tasks, unavailable, excluded)
-
-
-def shard_of(
-    selection: dict[str, list[TaskRef]], index: int, count: int
-) -> dict[str, list[TaskRef]]:
-    """Shard ``index`` of ``count``: every count-th task of the whole selection, sorted by id."""
-    ordered = sorted((t for tasks in selection.values() for t in tasks), key=lambda t: t.id)
-    keep = {t.id for t in ordered[index - 1 :: count]}
-    return {name: [t for t in tasks if t.id in keep] for name, tasks in selection.items()}
-
-
-def _check_cameras(options: Settings, selection: dict[str, list[TaskRef]]) -> None:
-    """Every renamed camera must belong to a selected benchmark: a typo is not silently ignored."""
-    known = {c for name, tasks in selection.items() if tasks for c in catalog.get(name).cameras}
-    for source, _ in options.camera_map:
-        if source.removesuffix("_image") not in known:
-            raise OptionError(
-                f"--benchmark-camera-map: no camera {source!r} in the selected benchmarks; "
-                f"valid: {', '.join(sorted(known)) or 'none'}"
-            )
-
-
-def _check_video(options: Settings, selection: dict[str, list[TaskRef]]) -> None:
-    """Videos need imageio's ffmpeg plugin, and LIBERO frames come from its camera images."""
-    if options.video == "none" or not any(selection.values()):
-        return
-    if importlib.util.find_spec("imageio_ffmpeg") is None:
-        raise OptionError(
-            "--benchmark-video: imageio-ffmpeg is not installed: "
-            "pip install 'pytest-benchmarks[video]'"
-        )
-    for name, tasks in selection.items():
-        if tasks and catalog.get(name).video_from_cameras and options.obs == "state":
-            raise OptionError(
-                f"--benchmark-video: {name} videos need camera images, not --benchmark-obs=state"
-            )
-    _check_rendering(options, selection, force=True)
-
-
-def _check_rendering(
-    options: Settings, selection: dict[str, list[TaskRef]], force: bool = False
-) -> None:
-    """Pick MuJoCo's GL backend now, before anything imports mujoco; fail early if it is absent."""
-    backend = rendering.choose_backend()
-    renders = force or any(
-        tasks and (options.obs or default_obs(catalog.get(name), options.policy)) != "state"
-        for name, tasks in selection.items()
-    )
-    problem = rendering.missing(backend) if renders else None
-    if problem:
-        raise OptionError(problem)

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pytest_benchmarks.core.selection import Selection, select
 from pytest_benchmarks.core.settings import (
     DEFAULT_ALPHA,
     DEFAULT_EPISODES,
@@ -20,13 +21,7 @@ from pytest_benchmarks.core.settings import (
     DEFAULT_SEED,
     Settings,
 )
-from pytest_benchmarks.core.validation import (
-    OptionError,
-    Selection,
-    check_metrics_path,
-    check_record_path,
-    select,
-)
+from pytest_benchmarks.core.validation import OptionError, check_metrics_path, check_record_path
 from pytest_benchmarks.core.validation import settings as validate
 
 GROUP = "benchmarks"
