@@ -36,7 +36,7 @@ from pytest_benchmarks.engine.recording import recorder_for
 from pytest_benchmarks.engine.vector import LazyVectorEnv, auto_batch_size
 from pytest_benchmarks.metrics import run_info
 from pytest_benchmarks.metrics.document import build_metrics, write_metrics
-from pytest_benchmarks.metrics.resume import carry_on, finished, load_resumable, missing_episodes
+from pytest_benchmarks.metrics.resume import carry_on, finished, load_resumable, plan_task
 from pytest_benchmarks.policies import make_policy
 
 #: A policy object, a spec (``--benchmark-policy`` syntax) or a factory (config, num_envs).
@@ -120,11 +120,13 @@ def evaluate(
     static = run_info.static_info(list(sys.argv), Path.cwd())
     out = Evaluation()
 
-    def keep(kept: TaskResult | None, planned: int, result: TaskResult) -> None:
+    def keep(kept: TaskResult | None, result: TaskResult) -> None:
+        """The document with this task's result so far: called when the task ends, whether it
+        finished or was interrupted."""
+        run = run_info.run_block(static, settings, 0, started, True, None)
+        out.metrics = build_metrics([*out.results, carry_on(kept, result, episodes)], run, spec)
         if metrics is not None:
-            run = run_info.run_block(static, settings, 0, started, True, None)
-            ongoing = [*out.results, carry_on(kept, result, planned)]
-            write_metrics(settings.metrics, build_metrics(ongoing, run, spec))
+            write_metrics(settings.metrics, out.metrics)
 
     earlier = load_resumable(settings.metrics, settings) if settings.resume else {}
     done = finished(earlier.values())
@@ -134,10 +136,7 @@ def evaluate(
             if task.id in done:
                 out.results.append(done[task.id])
                 continue
-            kept = earlier.get(task.id)
-            indices = missing_episodes(kept, range(episodes))
-            if kept is not None and not indices:  # all there, but it failed after: run again
-                kept, indices = None, list(range(episodes))
+            kept, indices = plan_task(earlier.get(task.id), range(episodes))
             config = settings.env_config(task)
             env = LazyVectorEnv(benchmark, config, slots, sync=settings.sync)
             processors = benchmark.processors(config)
@@ -157,16 +156,12 @@ def evaluate(
                     seed=settings.seed,
                     episodes=indices,
                     # Also when the task is interrupted: its finished episodes are kept.
-                    record=partial(keep, kept, episodes),
+                    record=partial(keep, kept),
                     recorder=recorder_for(settings, benchmark, task, processors),
                 )
             finally:
                 env.close()
             out.results.append(carry_on(kept, result, episodes))
-            run = run_info.run_block(static, settings, 0, started, True, None)
-            out.metrics = build_metrics(out.results, run, spec)
-            if metrics is not None:
-                write_metrics(settings.metrics, out.metrics)
     run = run_info.run_block(static, settings, 0, started, False, 0)
     out.metrics = build_metrics(out.results, run, spec)
     if metrics is not None:

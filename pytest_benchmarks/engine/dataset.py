@@ -74,13 +74,17 @@ def build_dataset(
     parts stay and nothing is left at ``root``, so no episode is lost and the build can be run
     again. ``progress`` sees (episodes written, episodes in all) after each episode.
     """
-    files = _part_files(parts)
-    if root.exists() or root.is_symlink():
-        raise RecordError(f"{root} already exists; move it away to build the dataset there")
     building = root.with_name(f".{root.name}.building-{os.getpid()}")
     try:
+        files = part_files(parts) if parts.is_dir() else []
+        if not files:
+            raise RecordError(f"no episode was recorded (nothing under {parts})")
+        if root.exists() or root.is_symlink():
+            raise RecordError(f"{root} already exists; move it away to build the dataset there")
         frames, tasks = _build(files, building, root.name, progress)
         os.rename(building, root)
+    except PartError as exc:  # a damaged part file, named
+        raise RecordError(str(exc)) from None
     except OSError as exc:
         raise RecordError(f"cannot write the dataset at {root}: {one_line(exc)}") from None
     finally:
@@ -90,16 +94,6 @@ def build_dataset(
     return DatasetSummary(root, len(files), frames, tasks, size)
 
 
-def _part_files(parts: Path) -> list[Path]:
-    try:
-        files = part_files(parts) if parts.is_dir() else []
-    except PartError as exc:
-        raise RecordError(str(exc)) from None
-    if not files:
-        raise RecordError(f"no episode was recorded (nothing under {parts})")
-    return files
-
-
 def _build(
     files: list[Path], root: Path, name: str, progress: Callable[[int, int], None] | None
 ) -> tuple[int, int]:
@@ -107,7 +101,7 @@ def _build(
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
     # One episode in memory at a time: images can be large.
-    episodes = (_read(path) for path in files)
+    episodes = (read_part(path) for path in files)
     first = next(episodes)
     features = lerobot_features(first)
     try:
@@ -138,13 +132,6 @@ def _build(
         dataset.finalize()
         if quiet:
             datasets.enable_progress_bars()
-
-
-def _read(path: Path) -> RecordedEpisode:
-    try:
-        return read_part(path)
-    except PartError as exc:
-        raise RecordError(str(exc)) from None
 
 
 def _write(

@@ -10,7 +10,7 @@ settings an episode depends on, the same policy and the same selection.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -62,10 +62,17 @@ def finished(results: Iterable[TaskResult]) -> dict[str, TaskResult]:
     return {r.task.id: r for r in results if r.error is None and not r.partial}
 
 
-def missing_episodes(kept: TaskResult | None, indices: Iterable[int]) -> list[int]:
-    """The episode indices of ``indices`` that ``kept`` lacks."""
+def plan_task(
+    kept: TaskResult | None, indices: Sequence[int]
+) -> tuple[TaskResult | None, list[int]]:
+    """What a task still runs: the kept result to carry on (None: start afresh) and the episode
+    indices of ``indices`` it lacks. A task that has every episode but failed after them runs
+    again whole."""
     done = {e.index for e in kept.episodes} if kept is not None else set()
-    return [i for i in indices if i not in done]
+    missing = [i for i in indices if i not in done]
+    if kept is not None and not missing:
+        return None, list(indices)
+    return kept, missing
 
 
 def carry_on(kept: TaskResult | None, new: TaskResult, planned: int) -> TaskResult:
@@ -83,6 +90,4 @@ def carry_on(kept: TaskResult | None, new: TaskResult, planned: int) -> TaskResu
             ),
         )
     episodes = sorted([*kept.episodes, *new.episodes], key=lambda e: e.index)
-    return replace(
-        new, episodes=episodes, eval_s=kept.eval_s + new.eval_s, planned=planned, rerun=new.rerun
-    )
+    return replace(new, episodes=episodes, eval_s=kept.eval_s + new.eval_s, planned=planned)

@@ -20,7 +20,7 @@ from pytest_benchmarks.engine.evaluation import evaluate_task
 from pytest_benchmarks.engine.recording import recorder_for
 from pytest_benchmarks.engine.trace import StepTraceFile, trace_path
 from pytest_benchmarks.engine.vector import LazyVectorEnv
-from pytest_benchmarks.metrics.resume import carry_on, missing_episodes
+from pytest_benchmarks.metrics.resume import carry_on, plan_task
 from pytest_benchmarks.plugin.gate import GatedResult
 from pytest_benchmarks.plugin.progress import ProgressReporter
 from pytest_benchmarks.plugin.rerun import rerun_command
@@ -141,10 +141,7 @@ def evaluate(
             StepTraceFile(trace_path(settings.metrics, benchmark_task)) if settings.debug else None
         )
         # --benchmark-resume: the episodes an interrupted run finished are kept, the rest run.
-        kept = state.resumed.get(benchmark_task.id)
-        episodes = missing_episodes(kept, settings.indices)
-        if kept is not None and not episodes:  # all there, but it failed after: run it again
-            kept, episodes = None, list(settings.indices)
+        kept, episodes = plan_task(state.resumed.get(benchmark_task.id), settings.indices)
         planned = len(settings.indices)
         unbuilt = None
         try:

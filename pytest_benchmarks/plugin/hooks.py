@@ -14,7 +14,7 @@ import pytest
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.policy_spec import expert_based
 from pytest_benchmarks.core.tasks import TaskRef
-from pytest_benchmarks.metrics.resume import finished, missing_episodes
+from pytest_benchmarks.metrics.resume import finished, plan_task
 from pytest_benchmarks.plugin import options, signals
 from pytest_benchmarks.plugin.collector import ResultCollector
 from pytest_benchmarks.plugin.progress import PROGRESS
@@ -179,14 +179,13 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 def resume_line(state: SessionState) -> str:
     """What --benchmark-resume keeps and what it still runs."""
-    kept = finished(state.resumed.values())
-    runs = [t.id for t in (t for tasks in state.selection.values() for t in tasks)
-            if t.id not in kept]  # fmt: skip
-    episodes = sum(
-        len(missing_episodes(state.resumed.get(task), state.settings.indices)) for task in runs
-    )
     if not state.resumed:
         return f"resume: no earlier results at {state.settings.metrics}; every task runs"
+    kept = finished(state.resumed.values())
+    runs = [task for task in state.task_ids() if task not in kept]
+    episodes = sum(
+        len(plan_task(state.resumed.get(task), state.settings.indices)[1]) for task in runs
+    )
     return (
         f"resume: {len(kept)} finished tasks kept from {state.settings.metrics}; "
         f"{len(runs)} tasks run {episodes} episodes"

@@ -160,6 +160,18 @@ METAVARS = {
 }
 
 
+#: Flags (no value); each also reads the ini key with dashes as underscores.
+FLAGS: dict[str, str] = {
+    "--benchmark-sync": "step every env in this process (SyncVectorEnv), never in worker processes",
+    "--benchmark-debug": "batch size 1, no worker processes, and a per-step trace (action, "
+    "reward, success) in a JSON Lines file per task beside the metrics JSON",
+    "--benchmark-snapshot-replace": "with --snapshot-update: replace snapshots even by a run of "
+    "fewer episodes or other settings (seed, step limit, observations); without it they are kept",
+    "--benchmark-resume": "carry on the run whose metrics JSON is at --benchmark-metrics: keep "
+    "its finished tasks, run only the episodes it lacks (same settings and policy required)",
+}
+
+
 def add_options(parser: pytest.Parser) -> None:
     """Register the options in their own ``--help`` group, beside pytest-benchmark's."""
     group = parser.getgroup(GROUP, GROUP_HELP)
@@ -167,46 +179,10 @@ def add_options(parser: pytest.Parser) -> None:
         dest = _dest(flag)
         group.addoption(flag, dest=dest, default=None, metavar=METAVARS[flag], help=text)
         parser.addini(dest, text, type=ini_type, default=None)  # type: ignore[arg-type]
-    group.addoption(
-        "--benchmark-sync",
-        dest="benchmark_sync",
-        action="store_true",
-        default=None,
-        help="step every env in this process (SyncVectorEnv), never in worker processes",
-    )
-    parser.addini("benchmark_sync", "like --benchmark-sync", type="bool", default=False)
-    group.addoption(
-        "--benchmark-debug",
-        dest="benchmark_debug",
-        action="store_true",
-        default=None,
-        help="batch size 1, no worker processes, and a per-step trace (action, reward, success) "
-        "in a JSON Lines file per task beside the metrics JSON",
-    )
-    parser.addini("benchmark_debug", "like --benchmark-debug", type="bool", default=False)
-    group.addoption(
-        "--benchmark-snapshot-replace",
-        dest="benchmark_snapshot_replace",
-        action="store_true",
-        default=None,
-        help="with --snapshot-update: replace snapshots even by a run of fewer episodes or "
-        "other settings (seed, step limit, observations); without it they are kept",
-    )
-    group.addoption(
-        "--benchmark-resume",
-        dest="benchmark_resume",
-        action="store_true",
-        default=None,
-        help="carry on the run whose metrics JSON is at --benchmark-metrics: keep its finished "
-        "tasks, run only the episodes it lacks (same settings and policy required)",
-    )
-    parser.addini("benchmark_resume", "like --benchmark-resume", type="bool", default=False)
-    parser.addini(
-        "benchmark_snapshot_replace",
-        "like --benchmark-snapshot-replace",
-        type="bool",
-        default=False,
-    )
+    for flag, text in FLAGS.items():
+        dest = _dest(flag)
+        group.addoption(flag, dest=dest, action="store_true", default=None, help=text)
+        parser.addini(dest, f"like {flag}", type="bool", default=False)
 
 
 #: Options whose ini values are paths, taken relative to the ini file's directory.
@@ -232,9 +208,7 @@ def read(config: pytest.Config) -> dict[str, Any]:
                 value = str(config.inipath.parent / os.path.expanduser(value))
         if value not in ("", None):
             raw[flag] = value
-    flags = ("--benchmark-sync", "--benchmark-debug", "--benchmark-snapshot-replace",
-             "--benchmark-resume")  # fmt: skip
-    for flag in flags:
+    for flag in FLAGS:
         dest = _dest(flag)
         raw[flag] = bool(config.getoption(dest) or config.getini(dest))
     return raw

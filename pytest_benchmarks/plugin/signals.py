@@ -72,7 +72,7 @@ def install(role: str) -> Callable[[], None]:
         return lambda: None
     handled = [signal.SIGTERM] + ([signal.SIGINT] if role != "session" else [])
     handled = [s for s in handled if signal.getsignal(s) is _DEFAULTS[s]]  # else someone's own
-    first: list[int] = []
+    first: int | None = None  # the signal that started the stop
 
     def restore() -> None:
         for signum in handled:
@@ -80,23 +80,22 @@ def install(role: str) -> Callable[[], None]:
                 signal.signal(signum, _DEFAULTS[signum])
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        if first and role == "worker" and first[0] == signal.SIGINT and signum == signal.SIGTERM:
-            return  # the controller passing on the Ctrl-C this worker already stops for
-        if first or role != "controller":
-            again = bool(first)
-            first.append(signum)
-            if again:  # a second request: as if no handler were set
-                restore()
-                if signum == signal.SIGTERM:
-                    os.kill(os.getpid(), signal.SIGTERM)
+        nonlocal first
+        if first is None:
+            first = signum
+            if role == "controller" and _forward(signal.SIGTERM):
+                sys.stderr.write(
+                    "\npytest-benchmarks: stopping; the workers hand over what they finished "
+                    "(Ctrl-C again to stop at once)\n"
+                )
+                return  # keep listening to the workers
             _raise_for(signum)
-        first.append(signum)
-        if not _forward(signal.SIGTERM):
-            _raise_for(signum)  # no workers to wait for
-        sys.stderr.write(
-            "\npytest-benchmarks: stopping; the workers hand over what they finished "
-            "(Ctrl-C again to stop at once)\n"
-        )
+        if role == "worker" and first == signal.SIGINT and signum == signal.SIGTERM:
+            return  # the controller passing on the Ctrl-C this worker already stops for
+        restore()  # a second request: as if no handler were set
+        if signum == signal.SIGTERM:
+            os.kill(os.getpid(), signal.SIGTERM)
+        _raise_for(signum)
 
     for signum in handled:
         signal.signal(signum, handler)
