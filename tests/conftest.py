@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
-from helpers import TOY_CONFTEST, TOY_TESTS
+from helpers import TOY_CONFTEST, TOY_TESTS, fill_up
 
 
 @pytest.fixture
@@ -14,3 +18,36 @@ def toy_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> p
     pytester.makeconftest(TOY_CONFTEST)
     pytester.makepyfile(test_toy=TOY_TESTS)
     return pytester
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 1 MiB tmpfs, filled up; a file ``filler`` takes the space."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True
+    )
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode().strip()}")
+    try:
+        fill_up(mount / "filler")
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.fixture
+def read_only_dir(tmp_path: Path) -> Iterator[Path]:
+    """An empty directory on a read-only filesystem (a tmpfs mounted ``ro``)."""
+    mount = tmp_path / "read-only"
+    mount.mkdir()
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(mount)], capture_output=True
+    )
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -189,3 +190,11 @@ def leftover_processes(marker: str, wait_s: float = 10.0) -> list[str]:
         if not found or time.monotonic() > deadline:
             return found
         time.sleep(0.2)
+
+
+def fill_up(path: Path) -> None:
+    """Write zeros to ``path`` until its filesystem is full."""
+    with contextlib.suppress(OSError), open(path, "wb") as f:
+        while True:
+            f.write(b"\0" * 4096)
+            f.flush()

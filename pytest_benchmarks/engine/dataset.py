@@ -81,7 +81,7 @@ def build_dataset(
             raise RecordError(f"no episode was recorded (nothing under {parts})")
         if root.exists() or root.is_symlink():
             raise RecordError(f"{root} already exists; move it away to build the dataset there")
-        frames, tasks = _build(files, building, root.name, progress)
+        frames, tasks = _build(files, building, root, progress)
         os.rename(building, root)
     except PartError as exc:  # a damaged part file, named
         raise RecordError(str(exc)) from None
@@ -95,9 +95,10 @@ def build_dataset(
 
 
 def _build(
-    files: list[Path], root: Path, name: str, progress: Callable[[int, int], None] | None
+    files: list[Path], root: Path, final: Path, progress: Callable[[int, int], None] | None
 ) -> tuple[int, int]:
-    """The dataset at ``root`` (repository id ``local/NAME``); (frames, tasks) written."""
+    """The dataset at ``root``, which becomes ``final`` (repository id ``local/NAME`` by the
+    final name); (frames, tasks) written."""
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
     # One episode in memory at a time: images can be large.
@@ -106,15 +107,15 @@ def _build(
     features = lerobot_features(first)
     try:
         dataset = LeRobotDataset.create(
-            repo_id=f"local/{name}",
+            repo_id=f"local/{final.name}",
             fps=first.fps,
             features=features,
             root=root,
             robot_type=first.robot_type,
             use_videos=False,
         )
-    except (OSError, ValueError) as exc:
-        raise RecordError(f"cannot create a LeRobot dataset at {root}: {exc}") from None
+    except (OSError, ValueError) as exc:  # named by the final path: the temporary one is gone
+        raise RecordError(f"cannot create a LeRobot dataset at {final}: {one_line(exc)}") from None
     import datasets
 
     quiet = datasets.is_progress_bar_enabled()

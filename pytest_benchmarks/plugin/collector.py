@@ -8,6 +8,7 @@ task and once more at session end (also after Ctrl-C), so an interrupted run kee
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import Any
 
 import pytest
@@ -105,9 +106,16 @@ class ResultCollector:
         name = getattr(getattr(worker, "gateway", None), "id", "?")
         error = f"WorkerCrashed: xdist worker {name} {worker_exit(worker)} running {crashitem}"
         if task_id not in self.state.results:
-            task = next(t for ts in self.state.selection.values() for t in ts if t.id == task_id)
-            planned = len(self.state.settings.indices)
-            self.state.results[task_id] = TaskResult(task, planned=planned, error=error)
+            earlier = self.state.resumed.get(task_id)
+            if earlier is not None:  # the episodes a resumed file holds are not lost with it
+                crashed = dataclasses.replace(earlier, error=error)
+            else:
+                task = next(
+                    t for ts in self.state.selection.values() for t in ts if t.id == task_id
+                )
+                planned = len(self.state.settings.indices)
+                crashed = TaskResult(task, planned=planned, error=error)
+            self.state.results[task_id] = crashed
             self.write(partial=True, exitstatus=None)
         report.longrepr = error
         for nodeid in getattr(sched, "dropped", {}).pop(crashitem, []):
@@ -146,8 +154,10 @@ class ResultCollector:
         # result is still in this process's cache.
         for task_id, result in self.state.cache.items():
             self.state.results.setdefault(task_id, result)
-        complete = exitstatus != pytest.ExitCode.INTERRUPTED and not any(
-            r.partial for r in self.state.results.values()
+        complete = (
+            exitstatus != pytest.ExitCode.INTERRUPTED
+            and not any(r.partial for r in self.state.results.values())
+            and not self.carried()
         )
         self.judge()
         if self.late and session.exitstatus == pytest.ExitCode.OK:
@@ -188,7 +198,8 @@ class ResultCollector:
 
     def write(self, partial: bool, exitstatus: int | None, empty: bool = False) -> None:
         """The metrics JSON as it stands; ``empty`` writes it even with no task in it."""
-        if not self.state.results and not empty:
+        rows = [*self.state.results.values(), *self.carried()]
+        if not rows and not empty:
             return
         if self.static is None:
             # What cannot change during the session (arguments, commit, versions): once.
@@ -199,7 +210,7 @@ class ResultCollector:
         run = run_block(
             self.static, state.settings, state.workers, state.started_at, partial, exitstatus
         )
-        document = build_metrics(self.state.results.values(), run, self.state.settings.policy)
+        document = build_metrics(rows, run, self.state.settings.policy)
         path = self.state.settings.metrics
         try:
             write_metrics(path, document)
@@ -213,6 +224,11 @@ class ResultCollector:
         if self.write_error is not None:
             self.show(f"metrics: written to {path} again")
         self.write_error = None
+
+    def carried(self) -> list[TaskResult]:
+        """With --benchmark-resume, the file's unfinished tasks this session has not run again
+        (yet): their episodes stay in the document, whenever the session ends."""
+        return [r for i, r in self.state.resumed.items() if i not in self.state.results]
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         state = self.state

@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 
 from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.files import check_writable
 from pytest_benchmarks.core.policy_spec import expert_based
 from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.metrics.resume import finished, plan_task
+from pytest_benchmarks.metrics.snapshots import DIRNAME
 from pytest_benchmarks.plugin import options, signals
 from pytest_benchmarks.plugin.collector import ResultCollector
 from pytest_benchmarks.plugin.progress import PROGRESS
@@ -114,6 +116,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+    if getattr(config.option, "update_snapshots", False) and not state.is_worker:
+        check_snapshot_dirs(config, [item.nodeid for item in keep])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """The controller's look at what a worker collected (it collects nothing itself)."""
+    if getattr(node.config.option, "update_snapshots", False):
+        check_snapshot_dirs(node.config, ids)
+
+
+def check_snapshot_dirs(config: pytest.Config, nodeids: list[str]) -> None:
+    """With ``--snapshot-update``, the snapshot directory of every test file that runs a task
+    must be writable before any episode runs: a long run must not end with its new baseline
+    unwritable. Ends the session (exit status 4) with one line."""
+    tasks = {f"[{task}]" for task in get_state(config).task_ids()}
+    files = {nodeid.split("::")[0] for nodeid in nodeids if nodeid[nodeid.find("[") :] in tasks}
+    for file in sorted(files):
+        path = config.rootpath / file
+        folder = path.parent / DIRNAME / path.stem
+        try:
+            check_writable(folder / "probe.json")
+        except OSError as exc:
+            pytest.exit(
+                f"--snapshot-update: cannot write snapshots in {folder}: {exc}",
+                returncode=pytest.ExitCode.USAGE_ERROR,
+            )
 
 
 @pytest.hookimpl(wrapper=True)

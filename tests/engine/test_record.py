@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import read_metrics
+from helpers import fill_up, read_metrics
 
 from pytest_benchmarks.api import evaluate
 from pytest_benchmarks.core import catalog
@@ -348,3 +348,23 @@ def test_record_build_given_the_parts_folder_names_the_command_to_run(tmp_path: 
         f"directory: pytest-benchmarks record-build {tmp_path / 'data'}"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data.parts"]
+
+
+def test_a_build_on_a_full_disk_leaves_no_dataset_and_keeps_every_part(full_disk: Path):
+    (full_disk / "filler").unlink()
+    paths = write_parts(full_disk / "data.parts", 3)
+    fill_up(full_disk / "filler")
+    cli = [sys.executable, "-m", "pytest_benchmarks.cli", "record-build", str(full_disk / "data")]
+    done = subprocess.run(cli, capture_output=True, text=True, check=False)
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith(
+        f"pytest-benchmarks: error: cannot create a LeRobot dataset at {full_disk / 'data'}: "
+    )
+    assert line.endswith("No space left on device"), line
+    assert sorted(p.name for p in full_disk.iterdir()) == ["data.parts", "filler"]
+    assert sorted((full_disk / "data.parts").rglob("*.npz")) == sorted(paths)
+    (full_disk / "filler").unlink()
+    again = subprocess.run(cli, capture_output=True, text=True, check=False)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.stdout.startswith(f"LeRobotDataset at {full_disk / 'data'}: 3 episodes")

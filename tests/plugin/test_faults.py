@@ -3,14 +3,12 @@ sessions writing one metrics file. The toy benchmark's tasks misbehave on purpos
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import json
 import multiprocessing
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import jsonschema
@@ -361,26 +359,6 @@ def test_a_non_finite_reward_is_the_tasks_error_and_the_document_stays_valid(
     error = found["toy/nan-reward"]["error"]
     assert error == "RewardError: the env returned a non-finite reward: nan (episode 1 step 3)"
     assert found["toy/nan-reward"]["n_episodes"] == 1  # the episode before it is kept
-
-
-@pytest.fixture
-def full_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 1 MiB tmpfs, filled up; a file ``filler`` takes the space."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    made = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True
-    )
-    if made.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode().strip()}")
-    try:
-        with contextlib.suppress(OSError), open(mount / "filler", "wb") as f:
-            while True:
-                f.write(b"\0" * 4096)
-                f.flush()
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def test_a_full_disk_is_reported_once_and_the_next_write_retries(

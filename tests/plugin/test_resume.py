@@ -91,6 +91,28 @@ def test_a_resumed_run_equals_an_uninterrupted_one_and_runs_only_what_is_missing
     assert sorted(started(toy_project)) == sorted(expected), before
 
 
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_resumed_run_stopped_before_an_unfinished_task_keeps_its_episodes(
+    toy_project: pytest.Pytester, workers: str
+):
+    toy_project.makepyfile(flaky=FLAKY)
+    cut = toy_project.runpytest_subprocess(*RUN, "--benchmark-metrics=run.json")
+    assert cut.ret == pytest.ExitCode.INTERRUPTED
+    # Ctrl-C as the resumed run reaches stroll, before any of its episodes runs again.
+    toy_project.makeconftest(
+        toy_project.path.joinpath("conftest.py").read_text() + "\ndef pytest_runtest_setup(item):\n"
+        "    if 'toy/stroll' in item.nodeid:\n        raise KeyboardInterrupt\n"
+    )
+    again = toy_project.runpytest_subprocess(
+        *RUN, "-n", workers, "--benchmark-metrics=run.json", "--benchmark-resume"
+    )
+    assert again.ret == pytest.ExitCode.INTERRUPTED
+    document = read_metrics(toy_project.path / "run.json")
+    stroll = {row["id"]: row for row in document["results"]}["toy/stroll"]
+    assert stroll["n_episodes"] == 3 and document["run"]["partial"] is True
+    assert [e["index"] for e in stroll["episodes"]] == [0, 1, 2]
+
+
 def test_a_file_of_other_settings_is_refused_in_one_line(toy_project: pytest.Pytester):
     toy_project.makepyfile(flaky=FLAKY)
     (toy_project.path / "calm").touch()

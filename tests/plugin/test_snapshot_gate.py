@@ -342,3 +342,19 @@ def test_gate(evaluate, snapshot):
     result.assert_outcomes(passed=2, deselected=1)
     assert "unused" not in result.stdout.str() and "deleted" not in result.stdout.str()
     assert (other / "push-v3.json").is_file()
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_update_into_a_read_only_folder_is_refused_before_any_episode(
+    gated: pytest.Pytester, read_only_dir: Path, workers: str
+):
+    (gated.path / "__benchmark_snapshots__").symlink_to(read_only_dir)
+    result = run(gated, "--snapshot-update", "-n", workers)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    folder = gated.path / "__benchmark_snapshots__" / "test_gate"
+    assert (
+        f"--snapshot-update: cannot write snapshots in {folder}: directory "
+        f"{gated.path / '__benchmark_snapshots__'} is not writable (Read-only file system)"
+    ) in result.stdout.str() + result.stderr.str()
+    metrics = gated.path / "benchmark-results" / "metrics.json"
+    assert not metrics.exists() or json.loads(metrics.read_text())["results"] == []
