@@ -303,6 +303,8 @@ def close_workers(pipes: list[Connection], timeout_s: float) -> bool:
 def stop_processes(processes: list[BaseProcess], timeout_s: float) -> None:
     """Wait up to ``timeout_s`` for the processes to exit, then SIGTERM, then SIGKILL: each
     wait bounded, and every process reaped."""
+    # A start that failed part way (the forkserver gone) leaves processes that never started.
+    processes = [p for p in processes if p.pid is not None]
     deadline = time.monotonic() + timeout_s
     for process in processes:
         process.join(timeout=max(0.0, deadline - time.monotonic()))

@@ -219,3 +219,19 @@ def test_the_lean_in_process_vector_env_steps_as_gymnasiums_sync_vector_env(obs)
 def _leaves(obs: Any) -> list[np.ndarray]:
     """The arrays of a batched observation, in key order for a dict."""
     return [obs[key] for key in sorted(obs)] if isinstance(obs, dict) else [obs]
+
+
+def test_stopping_workers_skips_one_that_never_started():
+    """A vector env whose start failed part way (its forkserver gone) holds a process that
+    never started: it is skipped, and the started one is still reaped."""
+    import multiprocessing
+    import time
+
+    from pytest_benchmarks.engine.vector import stop_processes
+
+    context = multiprocessing.get_context("spawn")
+    started = context.Process(target=time.sleep, args=(60,))
+    started.start()
+    never = context.Process(target=time.sleep, args=(60,))
+    stop_processes([started, never], timeout_s=0.0)
+    assert started.exitcode is not None and never.pid is None
