@@ -51,3 +51,12 @@ def read_only_dir(tmp_path: Path) -> Iterator[Path]:
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.fixture(scope="session")
+def vlm_backbone(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny SmolVLM2-style backbone directory (lerobot_models.backbone), built once."""
+    pytest.importorskip("lerobot.policies.smolvla", reason="LeRobot is not installed")
+    import lerobot_models
+
+    return lerobot_models.backbone(tmp_path_factory.mktemp("vlm"))

@@ -23,9 +23,68 @@ def preload() -> None:
     import lerobot.policies.act.modeling_act
     import lerobot.policies.diffusion.modeling_diffusion
     import lerobot.policies.factory
+    import lerobot.policies.smolvla.modeling_smolvla
+    import lerobot.policies.smolvla.processor_smolvla
     import lerobot.processor.env_processor
     import lerobot.processor.pipeline
     import lerobot.utils.constants  # noqa: F401
+
+
+#: SmolVLM2's own extra special tokens: SmolVLA reads the ids of the first and third.
+VLM_TOKENS = {
+    "fake_image_token": "<fake_token_around_image>",
+    "image_token": "<image>",
+    "global_image_token": "<global-img>",
+    "end_of_utterance_token": "<end_of_utterance>",
+}
+#: The tiny backbone's image side (SmolVLA pads and resizes every camera to it).
+VLM_IMAGE = 64
+
+
+def backbone(folder: Path) -> Path:
+    """A SmolVLM2-style backbone in ``folder``, as SmolVLA loads it with ``load_vlm_weights``
+    false: SmolVLMConfig with two-layer vision and text towers, and SmolVLM2's real processor
+    (image and video processors, a byte-level BPE tokenizer with its special tokens)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast, SmolVLMConfig, SmolVLMProcessor
+    from transformers.models.smolvlm.image_processing_smolvlm import SmolVLMImageProcessor
+    from transformers.models.smolvlm.video_processing_smolvlm import SmolVLMVideoProcessor
+
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", *VLM_TOKENS.values()]
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )  # fmt: skip
+    corpus = ["pick up the black bowl and place it on the plate", "reach the goal position",
+              "push the puck to the goal", "open the top drawer of the cabinet"]  # fmt: skip
+    bpe.train_from_iterator(corpus, trainer)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe, bos_token="<|im_start|>", eos_token="<end_of_utterance>",
+        pad_token="<|im_end|>", unk_token="<|endoftext|>", extra_special_tokens=VLM_TOKENS,
+        model_max_length=512,
+    )  # fmt: skip
+    size = {"longest_edge": VLM_IMAGE}
+    processor = SmolVLMProcessor(
+        image_processor=SmolVLMImageProcessor(
+            do_image_splitting=False, size=size, max_image_size=size
+        ),
+        tokenizer=tokenizer, video_processor=SmolVLMVideoProcessor(), image_seq_len=4,
+    )  # fmt: skip
+    processor.save_pretrained(folder)
+    SmolVLMConfig(
+        vision_config={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+                       "num_attention_heads": 2, "image_size": VLM_IMAGE, "patch_size": 16},
+        text_config={"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+                     "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                     "head_dim": 16, "vocab_size": len(tokenizer),
+                     "max_position_embeddings": 512},
+        scale_factor=2, image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
+        vocab_size=len(tokenizer),
+    ).save_pretrained(folder)  # fmt: skip
+    return folder
 
 
 def _stats(features: dict[str, tuple[int, ...]], seed: int) -> dict[str, dict[str, np.ndarray]]:
@@ -84,7 +143,18 @@ def build(
             **overrides,
         )  # fmt: skip
         return DiffusionPolicy(config)
-    raise ValueError(f"unknown kind {kind!r}; valid: {', '.join(KINDS)}")
+    if kind == "smolvla":
+        from lerobot.policies.smolvla.configuration_smolvla import SmolVLAConfig
+        from lerobot.policies.smolvla.modeling_smolvla import SmolVLAPolicy
+
+        config = SmolVLAConfig(
+            input_features=features, output_features=action, device="cpu",
+            load_vlm_weights=False, num_vlm_layers=2, chunk_size=4, n_action_steps=4,
+            num_steps=2, resize_imgs_with_padding=(VLM_IMAGE, VLM_IMAGE), max_state_dim=16,
+            max_action_dim=16, **overrides,
+        )  # fmt: skip
+        return SmolVLAPolicy(config)
+    raise ValueError(f"unknown kind {kind!r}; valid: {', '.join(KINDS)}, smolvla")
 
 
 def save(policy: torch.nn.Module, directory: Path, seed: int = 0) -> Path:

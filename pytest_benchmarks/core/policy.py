@@ -34,6 +34,9 @@ class PolicyError(Exception):
 
 
 IDENTITY_KEYS = ("source", "id", "revision")
+#: An optional identity key: the pretrained backbone a checkpoint loads by name (SmolVLA's
+#: VLM), as ``REPO@COMMIT`` or ``PATH#HASH``; another backbone is another experiment.
+BACKBONE = "backbone"
 
 
 def checked_identity(policy: Policy) -> dict[str, str | None]:

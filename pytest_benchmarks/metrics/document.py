@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_benchmarks.core.files import write_atomic
+from pytest_benchmarks.core.policy import BACKBONE
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult, mean, wilson_interval
 
 SCHEMA_VERSION = 1
@@ -37,7 +38,8 @@ def _aggregate(episodes: list[EpisodeRecord]) -> dict[str, Any]:
 def _policy_summary(spec: str, results: list[TaskResult]) -> dict[str, Any]:
     """The run's policy: fields shared by every task, None where tasks differ."""
     summary: dict[str, Any] = {"spec": spec}
-    for key in ("source", "id", "revision"):
+    optional = [BACKBONE] if any(BACKBONE in r.policy for r in results) else []
+    for key in ("source", "id", "revision", *optional):
         values = {r.policy.get(key) for r in results if r.policy}
         summary[key] = values.pop() if len(values) == 1 else None
     return summary

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_benchmarks.core.errors import one_line
+from pytest_benchmarks.core.policy import BACKBONE
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
 
 #: Beside syrupy's own ``__snapshots__``, not inside it: syrupy's default extension claims every
@@ -174,8 +175,8 @@ def check_render(stored: dict[str, Any], current: dict[str, Any]) -> None:
 def differences(snap: Snapshot, policy: dict[str, Any], settings: dict[str, Any]) -> list[str]:
     """Why the snapshot and this run are not the same experiment, one note each."""
     notes = []
-    old = snap.policy.get("id"), snap.policy.get("revision")
-    if snap.policy and old != (policy.get("id"), policy.get("revision")):
+    keys = ("id", "revision", BACKBONE)
+    if snap.policy and [snap.policy.get(k) for k in keys] != [policy.get(k) for k in keys]:
         notes.append(
             f"the snapshot is of another policy ({_policy_text(snap.policy)}, this run "
             f"{_policy_text(policy)}): a different experiment"
@@ -193,8 +194,9 @@ def _text(value: Any) -> str:
 
 
 def _policy_text(policy: dict[str, Any]) -> str:
-    revision = policy.get("revision")
-    return f"{policy.get('id')}" + (f"@{revision}" if revision else "")
+    revision, backbone = policy.get("revision"), policy.get(BACKBONE)
+    text = f"{policy.get('id')}" + (f"@{revision}" if revision else "")
+    return text + (f" with backbone {backbone}" if backbone else "")
 
 
 def keep_reason(

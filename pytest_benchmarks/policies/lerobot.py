@@ -1,5 +1,8 @@
 """LeRobot policies (``lerobot:REPO_ID_OR_DIR``), acting as in LeRobot's own evaluation.
 
+A backbone the checkpoint names (SmolVLA's VLM) is resolved like the checkpoint (see
+``backbone``) and joins its identity.
+
 Each step runs LeRobot's own code path, as ``lerobot-eval`` does: ``preprocess_observation``
 (images HWC uint8 to CHW float32 in [0, 1], the state as float32), the task strings, the
 checkpoint's pre-processor (normalisation, device), ``select_action``, then the post-processor
@@ -32,7 +35,9 @@ import torch
 
 from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.features import IMAGE_PREFIX, Feature, check_features
+from pytest_benchmarks.core.policy import BACKBONE
 from pytest_benchmarks.core.tasks import EnvConfig
+from pytest_benchmarks.policies import backbone
 
 #: LeRobot's single-camera key (its Meta-World layout); several cameras are IMAGE_PREFIX + name.
 SINGLE_IMAGE = "observation.image"
@@ -122,6 +127,12 @@ class LeRobotPolicy:
             policy_config.device = device
         except Exception as exc:
             raise LeRobotLoadError(f"{name}: not a LeRobot checkpoint ({one_line(exc)})") from None
+        try:
+            vlm = backbone.resolve(policy_config, name)
+        except backbone.BackboneError as exc:
+            raise LeRobotLoadError(str(exc)) from None
+        if vlm is not None:
+            identity = {**identity, BACKBONE: vlm.label}
         wanted = {k: tuple(f.shape) for k, f in policy_config.input_features.items()}
         pad = check_features(name, config.task.id, wanted, policy_view(features))
         try:
@@ -132,7 +143,10 @@ class LeRobotPolicy:
             pre, post = make_pre_post_processors(
                 policy_config,
                 pretrained_path=str(folder),
-                preprocessor_overrides={"device_processor": {"device": device}},
+                preprocessor_overrides={
+                    "device_processor": {"device": device},
+                    **backbone.tokenizer_override(folder, vlm),
+                },
             )
         except Exception as exc:
             raise LeRobotLoadError(f"{name}: cannot load ({one_line(exc)})") from None

@@ -32,18 +32,22 @@ def resolve_device(device: str) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def hub_snapshot(argument: str, label: str | None = None) -> tuple[Path, str, str]:
+def hub_snapshot(
+    argument: str, label: str | None = None, allow_patterns: list[str] | None = None
+) -> tuple[Path, str, str]:
     """Download (or find in the local cache) ``REPO_ID[@REVISION]``: (folder, repo id, commit).
 
     Goes through huggingface_hub, so its cache (HF_HOME, HF_HUB_CACHE), HF_HUB_OFFLINE and
-    revisions behave as anywhere else.
+    revisions behave as anywhere else. ``allow_patterns``: only the files that match.
     """
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
     repo_id, _, revision = argument.partition("@")
     try:
-        folder = Path(snapshot_download(repo_id, revision=revision or None))
+        folder = Path(
+            snapshot_download(repo_id, revision=revision or None, allow_patterns=allow_patterns)
+        )
     except LocalEntryNotFoundError:
         raise PolicySourceError(
             f"{label or 'hub:' + argument}: not in the local Hub cache, and the Hub cannot be "

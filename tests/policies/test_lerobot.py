@@ -221,9 +221,9 @@ def test_a_hub_checkpoint_from_the_local_cache_offline(
 def test_smolvla_and_pi0_configs_go_through_the_same_feature_check(
     pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
 ):
-    """Their weights come from the Hub, so only their configs are built here. SmolVLA's fits
-    LeRobot's Meta-World layout, and loading stops at its missing backbone, in one line; pi0's
-    meets an env without cameras and gets the diff."""
+    """Configs as LeRobot's defaults make them (backbones named by Hub id). SmolVLA's fits
+    LeRobot's Meta-World layout, and loading stops at its backbone, not in the Hub cache, in
+    one line naming it; pi0's meets an env without cameras and gets the diff."""
     from lerobot.configs.policies import PreTrainedConfig
     from lerobot.configs.types import FeatureType, PolicyFeature
 
@@ -241,7 +241,10 @@ def test_smolvla_and_pi0_configs_go_through_the_same_feature_check(
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     if kind == "smolvla":
         result = run_policy(pytester, folder)
-        result.stdout.fnmatch_lines([f"*metaworld/reach-v3: lerobot:{folder}: cannot load (*"])
+        result.stdout.fnmatch_lines(
+            [f"*metaworld/reach-v3: lerobot:{folder}: its backbone (vlm_model_name) "
+             "HuggingFaceTB/SmolVLM2-500M-Video-Instruct: not in the local Hub cache*"]
+        )  # fmt: skip
     else:
         result = run_policy(pytester, folder, "--benchmark-obs=state")
         result.stdout.fnmatch_lines([

@@ -34,6 +34,30 @@ STEPS = 12
 SEED = 1000
 
 
+TOKENS = "observation.language.tokens"
+
+
+def recording(pipeline: Any, tokens: list[Any]) -> Any:
+    """``pipeline`` (a pre-processor), keeping the language tokens of each call's output."""
+
+    def call(observation: dict[str, Any]) -> dict[str, Any]:
+        out = pipeline(observation)
+        if TOKENS in out:
+            tokens.append(out[TOKENS].clone())
+        return out
+
+    return call
+
+
+def build(kind: str, folder: Path, inputs: dict[str, tuple[int, ...]], action_dim: int,
+          request: pytest.FixtureRequest) -> Path:  # fmt: skip
+    """A checkpoint of ``kind``; SmolVLA's on the tiny local backbone."""
+    extra = {}
+    if kind == "smolvla":
+        extra["vlm_model_name"] = str(request.getfixturevalue("vlm_backbone"))
+    return lerobot_models.checkpoint(kind, folder, inputs, action_dim=action_dim, **extra)
+
+
 def harness(folder: Path, task_name: str, episode: int) -> dict[str, Any]:
     """Observations (in LeRobot's format) and actions of one episode through the harness."""
     benchmark = catalog.get("metaworld")
@@ -46,8 +70,10 @@ def harness(folder: Path, task_name: str, episode: int) -> dict[str, Any]:
     assert config.obs == "lerobot"  # the default for a LeRobot policy
     processors = benchmark.processors(config)
     policy = make_policy(f"lerobot:{folder}", benchmark, config, 1, "cpu", processors.features)
-    seen: dict[str, list[Any]] = {"observation": [], "raw_action": [], "description": []}
+    seen: dict[str, list[Any]] = {"observation": [], "raw_action": [], "description": [],
+                                  "tokens": []}  # fmt: skip
     act = policy.act
+    policy.preprocessor = recording(policy.preprocessor, seen["tokens"])  # type: ignore[attr-defined]
 
     def recording_act(batch: dict[str, Any]) -> np.ndarray:
         seen["observation"].append(policy.observation(batch, 0))  # type: ignore[attr-defined]
@@ -89,10 +115,11 @@ def lerobot(folder: Path, task_name: str, init_state: int, seed: int) -> dict[st
     policy = get_policy_class(config.type).from_pretrained(folder, config=config).eval()
     pre, post = make_pre_post_processors(config, pretrained_path=str(folder))
     identity = PolicyProcessorPipeline(steps=[])
+    tokens: list[Any] = []
     torch.manual_seed(seed)  # the harness seeds each episode's torch RNG with its seed
     out = rollout(
-        vector, policy, identity, PolicyProcessorPipeline(steps=[]), pre, post,
-        seeds=[seed], return_observations=True,
+        vector, policy, identity, PolicyProcessorPipeline(steps=[]), recording(pre, tokens),
+        post, seeds=[seed], return_observations=True,
     )  # fmt: skip
     description = vector.envs[0].task_description
     vector.close()
@@ -101,13 +128,15 @@ def lerobot(folder: Path, task_name: str, init_state: int, seed: int) -> dict[st
         {k: v[:, t] for k, v in out["observation"].items()} for t in range(steps)
     ]  # fmt: skip
     return {"observation": observations, "action": out["action"][0].numpy(),
-            "description": description}  # fmt: skip
+            "description": description, "tokens": tokens}  # fmt: skip
 
 
-@pytest.mark.parametrize("kind", lerobot_models.KINDS)
-def test_metaworld_matches_lerobot_eval_step_for_step(kind: str, tmp_path: Path):
+@pytest.mark.parametrize("kind", [*lerobot_models.KINDS, "smolvla"])
+def test_metaworld_matches_lerobot_eval_step_for_step(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+):
     inputs = {"observation.state": (4,), "observation.image": (3, SIZE, SIZE)}
-    folder = lerobot_models.checkpoint(kind, tmp_path / kind, inputs, action_dim=4)
+    folder = build(kind, tmp_path / kind, inputs, 4, request)
     ours = harness(folder, "reach-v3", episode=3)
     theirs = lerobot(folder, "reach-v3", ours["init_state"], ours["seed"])
     assert len(ours["raw_action"]) == len(theirs["action"]) == STEPS
@@ -121,12 +150,26 @@ def test_metaworld_matches_lerobot_eval_step_for_step(kind: str, tmp_path: Path)
     print(f"{kind}: {STEPS} steps, max |action difference| = {difference}")
     assert difference == 0.0
     assert set(ours["description"]) == {theirs["description"]}
+    assert_same_tokens(kind, ours["tokens"], theirs["tokens"])
+
+
+def assert_same_tokens(kind: str, ours: list[Any], theirs: list[Any]) -> None:
+    """SmolVLA tokenizes the task at every step: the same tokens on both sides."""
+    if kind != "smolvla":
+        assert ours == theirs == []
+        return
+    assert len(ours) == len(theirs) == STEPS
+    assert all(torch.equal(a, b) for a, b in zip(ours, theirs, strict=True))
+    assert ours[0].numel() > 1  # the description, not an empty string
 
 
 LIBERO_SIZE = 64
 
 
-def test_libero_matches_lerobot_eval_step_for_step(tmp_path: Path):
+@pytest.mark.parametrize("kind", ["act", "smolvla"])
+def test_libero_matches_lerobot_eval_step_for_step(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+):
     import gymnasium as gym
 
     from pytest_benchmarks.envs.libero.setup import prepare
@@ -142,7 +185,7 @@ def test_libero_matches_lerobot_eval_step_for_step(tmp_path: Path):
 
     inputs = {"observation.state": (8,), "observation.images.image": (3, LIBERO_SIZE, LIBERO_SIZE),
               "observation.images.image2": (3, LIBERO_SIZE, LIBERO_SIZE)}  # fmt: skip
-    folder = lerobot_models.checkpoint("act", tmp_path / "act", inputs, action_dim=7)
+    folder = build(kind, tmp_path / kind, inputs, 7, request)
 
     benchmark = catalog.get("libero")
     task = benchmark.select(["libero_spatial/0"])[0]
@@ -154,8 +197,9 @@ def test_libero_matches_lerobot_eval_step_for_step(tmp_path: Path):
     assert config.obs == "lerobot"
     processors = benchmark.processors(config)
     policy = make_policy(f"lerobot:{folder}", benchmark, config, 1, "cpu", processors.features)
-    ours: dict[str, list[Any]] = {"observation": [], "action": []}
+    ours: dict[str, list[Any]] = {"observation": [], "action": [], "tokens": []}
     act = policy.act
+    policy.preprocessor = recording(policy.preprocessor, ours["tokens"])  # type: ignore[attr-defined]
 
     def recording_act(batch: dict[str, Any]) -> np.ndarray:
         ours["observation"].append(policy.observation(batch, 0))  # type: ignore[attr-defined]
@@ -194,10 +238,11 @@ def test_libero_matches_lerobot_eval_step_for_step(tmp_path: Path):
         folder, config=lerobot_config
     ).eval()  # fmt: skip
     pre, post = make_pre_post_processors(lerobot_config, pretrained_path=str(folder))
+    tokens: list[Any] = []
     torch.manual_seed(episode.seed)
     out = rollout(
         vector, lerobot_policy, recording_env_preprocessor, PolicyProcessorPipeline(steps=[]),
-        pre, post, seeds=[episode.seed],
+        recording(pre, tokens), post, seeds=[episode.seed],
     )  # fmt: skip
     assert vector.envs[0].task_description == task.description
     vector.close()
@@ -206,8 +251,9 @@ def test_libero_matches_lerobot_eval_step_for_step(tmp_path: Path):
         for key in ("observation.images.image", "observation.images.image2", "observation.state"):
             assert torch.equal(mine[key], other[key]), f"step {step}: {key} differs"
     difference = np.abs(np.stack(ours["action"]) - out["action"][0].numpy()).max()
-    print(f"libero act: {STEPS} steps, max |action difference| = {difference}")
+    print(f"libero {kind}: {STEPS} steps, max |action difference| = {difference}")
     assert difference == 0.0
+    assert_same_tokens(kind, ours["tokens"], tokens)
 
 
 def test_lerobot_axis_angle_without_torch_agrees_with_torch():
