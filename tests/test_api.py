@@ -38,6 +38,23 @@ def test_typed_values_and_flag_strings_give_the_same_settings(tmp_path: Path):
     )
     assert typed == flags
     assert typed.image_size == (96, 64) and typed.episode_indices == (0, 2)
+    # LeRobot's flags write these maps as JSON: pasted as they are, they mean the same.
+    pasted = validation.build(
+        root=tmp_path,
+        camera_map='{"agentview_image": "camera1", "robot0_eye_in_hand_image": "camera2"}',
+        rename_map='{"observation.image": "observation.images.camera1"}',
+    )
+    assert pasted.camera_map == (
+        ("agentview_image", "camera1"),
+        ("robot0_eye_in_hand_image", "camera2"),
+    )
+    assert pasted.rename_map == (("observation.image", "observation.images.camera1"),)
+    assert (
+        pasted.rename_map
+        == validation.build(
+            root=tmp_path, rename_map="observation.image=observation.images.camera1"
+        ).rename_map
+    )
     # Nothing given: the plugin's defaults (batch size 0 is its "auto").
     default = validation.build(root=tmp_path)
     assert (default.episodes, default.seed, default.batch_size) == (

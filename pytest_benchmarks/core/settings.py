@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,9 @@ class Settings:
     image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE
     render: str = "faithful"
     camera_map: tuple[tuple[str, str], ...] = ()
+    #: LeRobot policies: renames of observation features before the policy's pre-processor
+    #: (``lerobot-eval --rename_map``).
+    rename_map: tuple[tuple[str, str], ...] = ()
     settle_steps: int | None = None
     gate: str = DEFAULT_GATE
     alpha: float = DEFAULT_ALPHA
@@ -71,6 +74,8 @@ class Settings:
     record_only: str = "all"
     #: Carry on the run in the metrics JSON: keep its finished tasks and episodes.
     resume: bool = False
+    #: Where ``image_size`` came from when no option gave it (a LeRobot checkpoint's config).
+    image_size_from: str | None = field(default=None, compare=False)
 
     def snapshot_settings(self, task: TaskRef) -> dict[str, Any]:
         """The settings a task's outcome depends on, as its snapshot records them."""
@@ -102,6 +107,7 @@ class Settings:
             render=self.render,
             settle_steps=self.settle_steps,
             camera_map=self.camera_map,
+            rename_map=self.rename_map,
             video=self.video,
             video_dir=str(self.metrics.parent / "videos"),
             privileged=expert_based(self.policy),
@@ -122,6 +128,7 @@ class Settings:
             "image_size": list(self.image_size),
             "render": self.render,
             "camera_map": dict(self.camera_map),
+            "rename_map": dict(self.rename_map),
             "settle_steps": self.settle_steps,
             "gate": self.gate,
             "alpha": self.alpha,

@@ -9,6 +9,7 @@ rendering, videos, recording) are checked in ``core.selection`` once the tasks a
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.declared import declared_images
 from pytest_benchmarks.core.files import check_writable, parts_dir
 from pytest_benchmarks.core.policy_spec import (
     PolicySpecError,
@@ -169,19 +171,41 @@ def _image_size(value: Any) -> tuple[int, int]:
     raise OptionError(f"--benchmark-image-size: {value!r} is not N or HxW (e.g. 224x224)")
 
 
-def _camera_map(value: Any) -> tuple[tuple[str, str], ...]:
+def _pairs(flag: str, value: Any, example: str) -> tuple[tuple[str, str], ...]:
+    """``A=B,C=D``, a mapping, or a JSON object as LeRobot's own flags take it
+    (``'{"A": "B"}'``, pasted from a ``lerobot-eval`` command): (source, target) pairs."""
+    if isinstance(value, str) and value.strip().startswith("{"):
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise OptionError(f"{flag}: not a JSON object ({exc}); e.g. {example}") from None
+        if not all(isinstance(v, str) for v in value.values()):
+            raise OptionError(f"{flag}: the JSON object's values must be names; e.g. {example}")
     if isinstance(value, Mapping):
         value = ",".join(f"{source}={target}" for source, target in value.items())
     pairs = []
     for item in _names(value) or ():
         source, sep, target = item.partition("=")
         if not sep or not source.strip() or not target.strip():
-            raise OptionError(
-                f"--benchmark-camera-map: {item!r} is not ENV_CAMERA=NAME "
-                "(e.g. agentview_image=camera1)"
-            )
+            raise OptionError(f"{flag}: {item!r} is not OLD=NEW; e.g. {example}")
         pairs.append((source.strip(), target.strip()))
     return tuple(pairs)
+
+
+def _camera_map(value: Any) -> tuple[tuple[str, str], ...]:
+    return _pairs(
+        "--benchmark-camera-map",
+        value,
+        'agentview_image=camera1 or \'{"agentview_image": "camera1"}\'',
+    )
+
+
+def _rename_map(value: Any) -> tuple[tuple[str, str], ...]:
+    return _pairs(
+        "--benchmark-rename-map",
+        value,
+        '\'{"observation.image": "observation.images.camera1"}\'',
+    )
 
 
 def _names(value: Any) -> tuple[str, ...] | None:
@@ -219,6 +243,7 @@ def build(
     image_size: int | str | tuple[int, int] | None = None,
     render: str | None = None,
     camera_map: str | Mapping[str, str] | None = None,
+    rename_map: str | Mapping[str, str] | None = None,
     settle_steps: int | str | None = None,
     gate: str | None = None,
     alpha: float | str | None = None,
@@ -261,6 +286,12 @@ def build(
     else:
         metrics_path = Path(os.path.expanduser(str(metrics))).absolute()
     chosen_obs = None if obs is None else _choice("--benchmark-obs", obs, OBS_MODES, "")
+    size, size_from = _image_size(image_size), None
+    declared = declared_images(argument) if kind == "lerobot" and image_size is None else None
+    if declared is not None:
+        size = declared.size
+        cameras = f"{declared.cameras} camera{'s' * (declared.cameras != 1)}"
+        size_from = f"{spec}'s config.json ({cameras})"
     return Settings(
         envs=envs,
         tasks=_names(task),
@@ -272,9 +303,11 @@ def build(
         max_steps=_optional_integer("--benchmark-max-steps", max_steps, 1),
         metrics=metrics_path,
         obs=chosen_obs,
-        image_size=_image_size(image_size),
+        image_size=size,
+        image_size_from=size_from,
         render=_choice("--benchmark-render", render, RENDER_MODES, "faithful"),
         camera_map=_camera_map(camera_map),
+        rename_map=_rename_map(rename_map),
         settle_steps=_optional_integer("--benchmark-settle-steps", settle_steps, 0),
         gate=_choice("--benchmark-gate", gate, GATE_MODES, DEFAULT_GATE),
         alpha=_number(

@@ -24,7 +24,7 @@ from pytest_benchmarks.metrics.runs import InputError, load
 #: equal the file's. (Batch size, workers, sync and devices change no outcome.)
 SAME_SETTINGS = (
     "envs", "tasks", "shard", "episodes", "episode_indices", "seed", "policy", "max_steps",
-    "obs", "image_size", "render", "camera_map", "settle_steps",
+    "obs", "image_size", "render", "camera_map", "rename_map", "settle_steps",
 )  # fmt: skip
 
 

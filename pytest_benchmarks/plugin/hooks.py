@@ -200,6 +200,12 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"policy {s.policy}, batch size {s.batch_size or 'auto'}"
         f"{', sync' if s.sync else ''}"
     ]
+    if s.image_size_from is not None:
+        height, width = s.image_size
+        lines.append(
+            f"image size {height}x{width} from {s.image_size_from}; "
+            "--benchmark-image-size overrides it"
+        )
     lines += [f"benchmarks skipped: {reason}" for reason in state.unavailable.values()]
     if s.resume:
         lines.append(resume_line(state))

@@ -73,7 +73,14 @@ OPTIONS: dict[str, tuple[str, str]] = {
     ),
     "--benchmark-camera-map": (
         "string",
-        "rename cameras, e.g. agentview_image=camera1,robot0_eye_in_hand_image=camera2",
+        "rename cameras, e.g. agentview_image=camera1,robot0_eye_in_hand_image=camera2, or as "
+        "JSON like lerobot-eval's --env.camera_name_mapping",
+    ),
+    "--benchmark-rename-map": (
+        "string",
+        "lerobot: policies: rename observation features before the policy's pre-processor, "
+        "like lerobot-eval's --rename_map (JSON, or OLD=NEW[,...]), e.g. "
+        "observation.image=observation.images.camera1",
     ),
     "--benchmark-settle-steps": (
         "string",
@@ -146,6 +153,7 @@ METAVARS = {
     "--benchmark-image-size": "N|HxW",
     "--benchmark-render": "{faithful,fast}",
     "--benchmark-camera-map": "CAM=NAME[,...]",
+    "--benchmark-rename-map": "OLD=NEW[,...]|JSON",
     "--benchmark-settle-steps": "N",
     "--benchmark-episode": "I[,J...]",
     "--benchmark-video": "{none,failures,all}",

@@ -19,6 +19,7 @@ def rerun_command(test_file: str, settings: Settings, task: TaskRef) -> str:
         "--benchmark-obs": s.obs,
         "--benchmark-settle-steps": s.settle_steps,
         "--benchmark-camera-map": ",".join(f"{a}={b}" for a, b in s.camera_map) or None,
+        "--benchmark-rename-map": ",".join(f"{a}={b}" for a, b in s.rename_map) or None,
     }
     args += [f"{flag}={value}" for flag, value in optional.items() if value is not None]
     if s.render != "faithful":

@@ -43,6 +43,8 @@ from pytest_benchmarks.policies import backbone
 SINGLE_IMAGE = "observation.image"
 STATE = "observation.state"
 ENV_STATE = "observation.environment_state"
+#: The pre-processor step that renames observation features (LeRobot's registry name).
+RENAME_STEP = "rename_observations_processor"
 
 
 class LeRobotLoadError(ValueError):
@@ -134,7 +136,19 @@ class LeRobotPolicy:
         if vlm is not None:
             identity = {**identity, BACKBONE: vlm.label}
         wanted = {k: tuple(f.shape) for k, f in policy_config.input_features.items()}
-        pad = check_features(name, config.task.id, wanted, policy_view(features))
+        renames = dict(config.rename_map)
+        seen = {renames.get(k, k): f for k, f in policy_view(features).items()}
+        if hasattr(policy_config, "empty_cameras"):
+            # SmolVLA and the pi0 family fill the cameras the batch lacks themselves (up to
+            # ``empty_cameras``), as in LeRobot's evaluation: nothing is padded here, and one
+            # camera of the env's is enough.
+            missing = [k for k in wanted if is_image(k) and k not in seen]
+            if len(missing) < sum(map(is_image, wanted)):
+                wanted = {k: v for k, v in wanted.items() if k not in missing}
+            check_features(name, config.task.id, wanted, seen)
+            pad: list[str] = []
+        else:
+            pad = check_features(name, config.task.id, wanted, seen)
         try:
             policy = get_policy_class(policy_config.type).from_pretrained(
                 folder, config=policy_config
@@ -146,6 +160,8 @@ class LeRobotPolicy:
                 preprocessor_overrides={
                     "device_processor": {"device": device},
                     **backbone.tokenizer_override(folder, vlm),
+                    # lerobot-eval's --rename_map: the pre-processor's first step renames.
+                    **({RENAME_STEP: {"rename_map": renames}} if renames else {}),
                 },
             )
         except Exception as exc:

@@ -188,7 +188,13 @@ def test_task_selection_and_group(toy_project: pytest.Pytester):
         ),
         (
             ["--benchmark-camera-map=agentview"],
-            "--benchmark-camera-map: 'agentview' is not ENV_CAMERA=NAME (e.g. agentview_image=camera1)",
+            "--benchmark-camera-map: 'agentview' is not OLD=NEW; e.g. agentview_image=camera1 or "
+            '\'{"agentview_image": "camera1"}\'',
+        ),
+        (
+            ["--benchmark-rename-map={observation.image: camera1}"],
+            "--benchmark-rename-map: not a JSON object (Expecting property name enclosed in "
+            'double quotes: *); e.g. \'{"observation.image": "observation.images.camera1"}\'',
         ),
         (
             ["--benchmark-policy=scripted+noise:2"],

@@ -121,12 +121,16 @@ def test_actions_go_through_the_checkpoint_processors(checkpoint: Path):
     assert np.abs(ours - unprocessed).max() > 1e-3
 
 
-def run_policy(pytester: pytest.Pytester, folder: Path | str, *extra: str) -> pytest.RunResult:
+def run_policy(
+    pytester: pytest.Pytester, folder: Path | str, *extra: str, size: int | None = IMAGE
+) -> pytest.RunResult:
+    """One Meta-World reach-v3 episode of 4 steps; ``size`` None: no --benchmark-image-size."""
     pytester.makepyfile(test_mw=TESTS)
+    sized = [f"--benchmark-image-size={size}"] if size is not None else []
     return pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", f"--benchmark-policy=lerobot:{folder}",
         "--benchmark-task=reach-v3", "--benchmark-episodes=1", "--benchmark-max-steps=4",
-        f"--benchmark-image-size={IMAGE}", "--benchmark-device=cpu", *extra,
+        "--benchmark-device=cpu", *sized, *extra,
     )  # fmt: skip
 
 
@@ -158,6 +162,32 @@ def test_lerobot_policies_get_lerobots_layout_unless_asked_otherwise(
     own = run_policy(pytester, folder, "--benchmark-obs=pixels")
     own.assert_outcomes(failed=1)
     own.stdout.fnmatch_lines(["*- observation.image [[]3, 48, 48]: the env does not provide it"])
+
+
+def test_the_image_size_the_checkpoint_declares_is_the_default(
+    pytester: pytest.Pytester, tmp_path: Path
+):
+    inputs = {"observation.state": (39,), "observation.images.corner2": (3, 40, 40),
+              "observation.images.wrist": (3, 40, 40)}  # fmt: skip
+    folder = lerobot_models.checkpoint("act", tmp_path / "act", inputs, action_dim=4)
+    metrics = tmp_path / "m.json"
+    pixels = "--benchmark-obs=pixels"
+    result = run_policy(pytester, folder, pixels, f"--benchmark-metrics={metrics}", size=None)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [f"image size 40x40 from lerobot:{folder}'s config.json (2 cameras); "
+         "--benchmark-image-size overrides it"]
+    )  # fmt: skip
+    assert read_metrics(metrics)["run"]["image_size"] == [40, 40]
+    # An explicit size still wins (and here does not fit).
+    explicit = run_policy(pytester, folder, pixels, size=32)
+    explicit.assert_outcomes(failed=1)
+    explicit.stdout.fnmatch_lines(
+        [
+            "*~ observation.images.corner2: the policy wants [[]3, 40, 40], the env gives [[]3, 32, 32]"
+        ]
+    )
+    assert "image size 40x40" not in explicit.stdout.str()
 
 
 def test_a_camera_the_env_lacks_is_padded_with_a_blank_image(

@@ -180,3 +180,49 @@ def test_the_backbone_resolves_offline_from_the_hub_cache_or_fails_in_one_line(
          "local Hub cache*"]
     )  # fmt: skip
     assert "Traceback" not in result.stdout.str()
+
+
+LIBERO_SEED = """
+import pytest
+
+pytestmark = pytest.mark.benchmark_env("libero")
+
+def test_rollout(evaluate):
+    assert evaluate().error is None
+"""
+
+
+@pytest.mark.parametrize("seed", ["libero", "metaworld"])
+def test_the_lerobot_ci_evaluation_commands_run_as_written(
+    pytester: pytest.Pytester, vlm_backbone: Path, tmp_path: Path, seed: str
+):
+    """LeRobot's benchmark CI evaluates SmolVLA with cameras named camera1/camera2, LeRobot's
+    JSON maps and empty cameras (1 on LIBERO, 2 on Meta-World). A checkpoint whose config asks
+    for exactly those features runs with the documented equivalent flags, the JSON pasted as
+    written, and its image size taken from its config."""
+    cameras = ["camera1", "camera2"] if seed == "libero" else ["camera1"]
+    inputs = {"observation.state": (8,) if seed == "libero" else (4,)}
+    inputs |= {f"observation.images.{c}": (3, SIZE, SIZE) for c in cameras}
+    folder = lerobot_models.checkpoint(
+        "smolvla", tmp_path / seed, inputs, action_dim=7 if seed == "libero" else 4,
+        vlm_model_name=str(vlm_backbone), empty_cameras=3 - len(cameras),
+    )  # fmt: skip
+    if seed == "libero":
+        pytester.makepyfile(test_seed=LIBERO_SEED)
+        flags = ["--benchmark-task=libero_spatial/0", "--benchmark-camera-map="
+                 '{"agentview_image": "camera1", "robot0_eye_in_hand_image": "camera2"}']  # fmt: skip
+    else:
+        pytester.makepyfile(test_seed=TESTS)
+        flags = ["--benchmark-task=push-v3",
+                 '--benchmark-rename-map={"observation.image": "observation.images.camera1"}']  # fmt: skip
+    metrics = tmp_path / "m.json"
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", f"--benchmark-policy=lerobot:{folder}", *flags,
+        "--benchmark-episodes=1", "--benchmark-max-steps=4", f"--benchmark-metrics={metrics}",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [f"image size {SIZE}x{SIZE} from lerobot:{folder}'s config.json ({len(cameras)} camera*"]
+    )
+    run = read_metrics(metrics)["run"]
+    assert run["image_size"] == [SIZE, SIZE]
