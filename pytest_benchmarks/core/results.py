@@ -85,6 +85,8 @@ class TaskResult:
     policy: dict[str, str | None] = field(default_factory=dict)
     #: The pytest command that reruns this task's episodes (add ``--benchmark-episode=I``).
     rerun: str | None = field(default=None, compare=False)
+    #: The torch device a learned policy ran on (``cuda:1`` under xdist on several GPUs).
+    device: str | None = field(default=None, compare=False)
 
     def __eq__(self, other: object) -> bool:
         """Equal compared fields, also across subclasses (the gate's result type is one)."""
@@ -138,6 +140,7 @@ class TaskResult:
             "eval_ep_s": self.eval_s / n if n else None,
             "batch_size": self.batch_size,
             "policy": self.policy,
+            "device": self.device,
             "error": self.error,
             "episodes": [asdict(e) for e in self.episodes],
         }
@@ -163,4 +166,5 @@ class TaskResult:
             planned=row["planned_episodes"],
             error=row["error"],
             policy=row["policy"],
+            device=row.get("device"),
         )

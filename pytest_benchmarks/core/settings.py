@@ -88,6 +88,8 @@ class Settings:
             "settle_steps": config.settle_steps,
             # Only where pixels decide the outcome: state snapshots stay as they were.
             **({} if config.obs == "state" else {"render": config.render}),
+            # What a LeRobot policy's pre-processor renames changes what it reads.
+            **({"rename_map": dict(config.rename_map)} if config.rename_map else {}),
         }
 
     @property

@@ -64,6 +64,8 @@ def evaluate_task(
         with time_limit(timeout, task.id):
             acting = policy if isinstance(policy, Policy) else policy()
             result.policy = checked_identity(acting)
+            device = getattr(acting, "device", None)  # learned policies: where they run
+            result.device = None if device is None else str(device)
             if recorder is None:  # a dataset keeps every camera
                 vector_env.skip_unread_cameras(acting)
             started = time.perf_counter()  # eval_s times the episodes, not the policy's load

@@ -28,7 +28,7 @@ from pytest_benchmarks.plugin.session import PENDING, get_state
 from pytest_benchmarks.plugin.speed import SpeedProbe
 from pytest_benchmarks.plugin.timeouts import fixture_value
 from pytest_benchmarks.policies import make_policy
-from pytest_benchmarks.policies.sources import PolicySourceError
+from pytest_benchmarks.policies.sources import PolicySourceError, worker_device
 
 
 @pytest.fixture
@@ -75,13 +75,14 @@ def policy(
     """The policy named by ``--benchmark-policy``, built for this task's slots; a learned one is
     checked against the env's features here, before any episode runs."""
     settings = get_state(request.config).settings
+    worker = getattr(request.config, "workerinput", {}).get("workerid")
     try:
         return make_policy(
             settings.policy,
             vector_env.benchmark,
             vector_env.config,
             vector_env.num_envs,
-            settings.device,
+            worker_device(settings.device, worker),
             env_processors.features,
         )
     except (PolicySourceError, FeatureMismatch) as exc:

@@ -32,6 +32,20 @@ def resolve_device(device: str) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def worker_device(device: str, worker: str | None) -> str:
+    """The device a process's policies use. Under xdist, ``cuda`` (or ``auto`` on a GPU
+    machine) puts worker gwN on GPU N mod the GPU count, so N workers share the GPUs evenly;
+    a process outside xdist, or a machine with one GPU, gets ``cuda``."""
+    resolved = resolve_device(device)
+    number = worker.removeprefix("gw") if worker else ""
+    if resolved != "cuda" or not number.isdigit():
+        return resolved
+    import torch
+
+    count = torch.cuda.device_count()
+    return f"cuda:{int(number) % count}" if count > 1 else "cuda"
+
+
 def hub_snapshot(
     argument: str, label: str | None = None, allow_patterns: list[str] | None = None
 ) -> tuple[Path, str, str]:

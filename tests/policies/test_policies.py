@@ -310,3 +310,28 @@ def test_a_checkpoint_config_that_is_no_object_is_one_line(
     assert "Traceback" not in result.stdout.str()
     row = read_metrics(pytester.path / "benchmark-results" / "metrics.json")["results"][0]
     assert row["error"] == f"PolicyError: {tmp_path / 'ckpt'}/config.json: {message}"
+
+
+@pytest.mark.parametrize(
+    ("device", "worker", "count", "expected"),
+    [
+        ("cuda", "gw0", 2, "cuda:0"),
+        ("cuda", "gw3", 2, "cuda:1"),
+        ("cuda", "gw4", 3, "cuda:1"),
+        ("auto", "gw1", 4, "cuda:1"),
+        ("cuda", "gw5", 1, "cuda"),
+        ("cuda", None, 4, "cuda"),
+        ("cpu", "gw1", 4, "cpu"),
+    ],
+)
+def test_xdist_workers_spread_over_the_gpus(
+    monkeypatch: pytest.MonkeyPatch, device: str, worker: str | None, count: int, expected: str
+):
+    """Worker gwN's policies run on GPU N mod count (the GPU count faked: no GPU here)."""
+    import torch
+
+    from pytest_benchmarks.policies.sources import worker_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: count)
+    assert worker_device(device, worker) == expected

@@ -129,6 +129,7 @@ def test_metaworld_under_xdist_records_the_backbone(
     assert len(identities) == 2 and identities[0] == identities[1]
     assert identities[0]["backbone"].startswith(f"{vlm_backbone.resolve()}#")
     assert document["policy"]["backbone"] == identities[0]["backbone"]
+    assert [row["device"] for row in document["results"]] == ["cpu", "cpu"]
 
 
 def named_backbone(checkpoint: Path, folder: Path, name: str) -> Path:
