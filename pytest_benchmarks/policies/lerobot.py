@@ -96,9 +96,12 @@ class LeRobotPolicy:
         num_envs: int,
         pad: Sequence[tuple[str, tuple[int, ...]]] = (),
         bounds: tuple[np.ndarray, np.ndarray] | None = None,
+        renames: dict[str, str] | None = None,
     ) -> None:
         self.policy, self._identity, self.device = policy, identity, device
         self.bounds = bounds
+        #: The rename map the pre-processor applies (env name -> the checkpoint's name).
+        self.renames = dict(renames or {})
         self.preprocessor, self.postprocessor = processors
         self.pad = list(pad)
         self.state_names = episode_state_names(policy)
@@ -169,13 +172,17 @@ class LeRobotPolicy:
         action_space = config.action_space
         return cls(
             policy, (pre, post), identity, device, num_envs,
-            [(k, wanted[k]) for k in pad], (action_space.low, action_space.high),
+            [(k, wanted[k]) for k in pad], (action_space.low, action_space.high), renames,
         )  # fmt: skip
 
     @property
     def input_features(self) -> dict[str, tuple[int, ...]]:
-        """The features the checkpoint was trained on: what it reads."""
-        return {k: tuple(f.shape) for k, f in self.policy.config.input_features.items()}
+        """The features the checkpoint was trained on: what it reads, by the names the env
+        gives them (before the rename map), so the env renders every camera it reads."""
+        env_name = {new: old for old, new in self.renames.items()}
+        return {
+            env_name.get(k, k): tuple(f.shape) for k, f in self.policy.config.input_features.items()
+        }
 
     def _seeded(self, seed: int) -> tuple[torch.Tensor, torch.Tensor | None]:
         with torch.random.fork_rng(devices=[self.device] if self._cuda else []):

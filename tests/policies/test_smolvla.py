@@ -222,3 +222,30 @@ def test_the_lerobot_ci_evaluation_commands_run_as_written(
     assert row["error"] is None and [e["steps"] for e in row["episodes"]] == [4]
     assert row["policy"]["id"] == str(folder.resolve())
     assert row["policy"]["backbone"].startswith(f"{vlm_backbone.resolve()}#")
+
+
+def test_cameras_read_through_a_rename_map_are_rendered(vlm_backbone: Path, tmp_path: Path):
+    """LIBERO renders black the cameras a policy does not read: a policy reading them through
+    --benchmark-rename-map reads them by the env's names."""
+    from pytest_benchmarks.engine.vector import LazyVectorEnv
+
+    inputs = {"observation.state": (8,), "observation.images.camera1": (3, SIZE, SIZE),
+              "observation.images.camera2": (3, SIZE, SIZE)}  # fmt: skip
+    folder = lerobot_models.checkpoint(
+        "smolvla", tmp_path / "renamed", inputs, action_dim=7, vlm_model_name=str(vlm_backbone)
+    )
+    benchmark = catalog.get("libero")
+    task = benchmark.select(["libero_spatial/0"])[0]
+    renames = {"observation.images.image": "observation.images.camera1",
+               "observation.images.image2": "observation.images.camera2"}  # fmt: skip
+    config = Settings(
+        envs=None, tasks=None, episodes=1, batch_size=1, sync=True, seed=0,
+        policy=f"lerobot:{folder}", max_steps=4, metrics=Path("m.json"),
+        image_size=(SIZE, SIZE), rename_map=tuple(renames.items()),
+    ).env_config(task)  # fmt: skip
+    features = benchmark.processors(config).features
+    policy = make_policy(f"lerobot:{folder}", benchmark, config, 1, "cpu", features)
+    assert set(renames) <= set(policy.input_features)  # type: ignore[attr-defined]
+    env = LazyVectorEnv(benchmark, config, 1, sync=True)
+    env.skip_unread_cameras(policy)
+    assert env.config.blank_cameras == ()
