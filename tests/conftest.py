@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,37 +21,36 @@ def toy_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> p
     return pytester
 
 
-@pytest.fixture
-def full_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 1 MiB tmpfs, filled up; a file ``filler`` takes the space."""
-    mount = tmp_path / "disk"
+@contextlib.contextmanager
+def tmpfs(mount: Path, options: str) -> Iterator[Path]:
+    """A 1 MiB tmpfs mounted at ``mount`` (created) with ``options``, unmounted after; the test
+    is skipped where mounting is not allowed."""
     mount.mkdir()
     made = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True
+        ["mount", "-t", "tmpfs", "-o", f"{options},size=1m", "tmpfs", str(mount)],
+        capture_output=True,
     )
     if made.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode().strip()}")
     try:
-        fill_up(mount / "filler")
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 1 MiB tmpfs, filled up; a file ``filler`` takes the space."""
+    with tmpfs(tmp_path / "disk", "rw") as mount:
+        fill_up(mount / "filler")
+        yield mount
 
 
 @pytest.fixture
 def read_only_dir(tmp_path: Path) -> Iterator[Path]:
     """An empty directory on a read-only filesystem (a tmpfs mounted ``ro``)."""
-    mount = tmp_path / "read-only"
-    mount.mkdir()
-    made = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(mount)], capture_output=True
-    )
-    if made.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode().strip()}")
-    try:
+    with tmpfs(tmp_path / "read-only", "ro") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 @pytest.fixture(scope="session")

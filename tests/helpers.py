@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -198,3 +199,13 @@ def fill_up(path: Path) -> None:
         while True:
             f.write(b"\0" * 4096)
             f.flush()
+
+
+def hub_cache(root: Path, repo: str, folder: Path, commit: str) -> None:
+    """``folder`` as ``repo`` at ``commit`` in huggingface_hub's cache layout under ``root``,
+    as a download would have left it."""
+    org, name = repo.split("/")
+    base = root / f"models--{org}--{name}"
+    (base / "refs").mkdir(parents=True)
+    (base / "refs" / "main").write_text(commit)
+    shutil.copytree(folder, base / "snapshots" / commit)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -66,3 +67,12 @@ def current_umask() -> int:
 def parts_dir(record_dir: Path) -> Path:
     """Where a run recording into ``record_dir`` keeps its part files until the dataset is built."""
     return record_dir.with_name(record_dir.name + ".parts")
+
+
+def file_hash(path: Path) -> str:
+    """The first 12 hex digits of a file's SHA-256: identifies a local checkpoint."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:12]

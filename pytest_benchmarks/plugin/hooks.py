@@ -19,6 +19,7 @@ from pytest_benchmarks.metrics.resume import finished, plan_task
 from pytest_benchmarks.metrics.snapshots import DIRNAME
 from pytest_benchmarks.plugin import options, signals
 from pytest_benchmarks.plugin.collector import ResultCollector
+from pytest_benchmarks.plugin.nodeids import task_of_nodeid
 from pytest_benchmarks.plugin.progress import PROGRESS
 from pytest_benchmarks.plugin.session import (
     GATE,
@@ -131,8 +132,8 @@ def check_snapshot_dirs(config: pytest.Config, nodeids: list[str]) -> None:
     """With ``--snapshot-update``, the snapshot directory of every test file that runs a task
     must be writable before any episode runs: a long run must not end with its new baseline
     unwritable. Ends the session (exit status 4) with one line."""
-    tasks = {f"[{task}]" for task in get_state(config).task_ids()}
-    files = {nodeid.split("::")[0] for nodeid in nodeids if nodeid[nodeid.find("[") :] in tasks}
+    tasks = get_state(config).task_ids()
+    files = {nodeid.split("::")[0] for nodeid in nodeids if task_of_nodeid(nodeid, tasks)}
     for file in sorted(files):
         path = config.rootpath / file
         folder = path.parent / DIRNAME / path.stem

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_benchmarks.core.files import file_hash
 from pytest_benchmarks.core.policy_spec import is_local_path
 
 #: The config field naming the backbone, per policy type.
@@ -34,20 +35,16 @@ class BackboneError(ValueError):
 
 @dataclass(frozen=True)
 class Backbone:
-    field: str
     folder: Path
     #: ``REPO@COMMIT`` or ``PATH#HASH``: what the policy's identity records.
     label: str
 
 
 def folder_hash(folder: Path) -> str:
-    """The first 12 hex digits of a SHA-256 over every file's relative path and content."""
+    """The first 12 hex digits of a SHA-256 over every file's relative path and hash."""
     digest = hashlib.sha256()
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        digest.update(str(path.relative_to(folder)).encode() + b"\0")
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
+        digest.update(f"{path.relative_to(folder)}\0{file_hash(path)}\0".encode())
     return digest.hexdigest()[:12]
 
 
@@ -76,7 +73,7 @@ def resolve(policy_config: Any, name: str) -> Backbone | None:
             raise BackboneError(str(exc)) from None
         label = f"{repo_id}@{commit}"
     setattr(policy_config, field, str(folder))
-    return Backbone(field, folder, label)
+    return Backbone(folder, label)
 
 
 def tokenizer_override(checkpoint: Path, backbone: Backbone | None) -> dict[str, dict[str, Any]]:

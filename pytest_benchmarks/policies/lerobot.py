@@ -141,17 +141,13 @@ class LeRobotPolicy:
         wanted = {k: tuple(f.shape) for k, f in policy_config.input_features.items()}
         renames = dict(config.rename_map)
         seen = {renames.get(k, k): f for k, f in policy_view(features).items()}
-        if hasattr(policy_config, "empty_cameras"):
-            # SmolVLA and the pi0 family fill the cameras the batch lacks themselves (up to
-            # ``empty_cameras``), as in LeRobot's evaluation: nothing is padded here, and one
-            # camera of the env's is enough.
-            missing = [k for k in wanted if is_image(k) and k not in seen]
-            if len(missing) < sum(map(is_image, wanted)):
-                wanted = {k: v for k, v in wanted.items() if k not in missing}
-            check_features(name, config.task.id, wanted, seen)
-            pad: list[str] = []
-        else:
-            pad = check_features(name, config.task.id, wanted, seen)
+        # SmolVLA and the pi0 family fill the cameras the batch lacks themselves (up to
+        # ``empty_cameras``), as in LeRobot's evaluation: nothing is padded for them, and one
+        # camera of the env's is enough (with none, the feature diff says so).
+        fills_cameras = hasattr(policy_config, "empty_cameras")
+        if fills_cameras and any(is_image(k) and k in seen for k in wanted):
+            wanted = {k: v for k, v in wanted.items() if not is_image(k) or k in seen}
+        pad = check_features(name, config.task.id, wanted, seen, pad_cameras=not fills_cameras)
         try:
             policy = get_policy_class(policy_config.type).from_pretrained(
                 folder, config=policy_config

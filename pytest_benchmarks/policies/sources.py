@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.features import check_features
+from pytest_benchmarks.core.files import file_hash
 from pytest_benchmarks.core.policy_spec import is_local_path, lerobot_missing
 
 if TYPE_CHECKING:
@@ -104,8 +105,6 @@ def torch_checkpoint(
 def local_policy(
     argument: str, config: EnvConfig, features: dict[str, Feature], num_envs: int, device: str
 ) -> Policy:
-    from pytest_benchmarks.policies.torch_policy import file_hash
-
     folder = Path(argument).expanduser().resolve()
     weights = folder / "model.safetensors"
     revision = file_hash(weights) if weights.is_file() else None
@@ -163,7 +162,6 @@ def lerobot_policy(
     if problem:
         raise PolicySourceError(f"lerobot:{argument}: {problem}")
     from pytest_benchmarks.policies.lerobot import LeRobotLoadError, LeRobotPolicy
-    from pytest_benchmarks.policies.torch_policy import file_hash
 
     folder = Path(argument).expanduser()
     if folder.is_dir():

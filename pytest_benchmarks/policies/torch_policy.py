@@ -11,7 +11,6 @@ model before any episode runs.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 from collections.abc import Sequence
@@ -102,15 +101,6 @@ def load_pretrained(directory: Path, device: str) -> nn.Module:
             f"{directory}: {cls.__name__}.from_pretrained failed: {exc}"
         ) from None
     return model.to(device).eval()
-
-
-def file_hash(path: Path) -> str:
-    """The first 12 hex digits of a file's SHA-256: identifies a local checkpoint."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()[:12]
 
 
 class TorchPolicy:

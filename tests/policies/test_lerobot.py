@@ -6,14 +6,13 @@ and worker count), the feature check, and one-line load errors."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import torch._dynamo
-from helpers import outcomes, read_metrics
+from helpers import hub_cache, outcomes, read_metrics
 
 from pytest_benchmarks.api import evaluate
 from pytest_benchmarks.core import catalog
@@ -230,10 +229,7 @@ def test_a_hub_checkpoint_from_the_local_cache_offline(
     inputs = {"observation.state": (4,), "observation.image": (3, IMAGE, IMAGE)}
     folder = lerobot_models.checkpoint("act", tmp_path / "act", inputs, action_dim=4)
     commit = "89abcdef0123456789abcdef0123456789abcdef"
-    base = tmp_path / "hub" / "models--my-org--act-reach"  # huggingface_hub's cache layout
-    (base / "refs").mkdir(parents=True)
-    (base / "refs" / "main").write_text(commit)
-    shutil.copytree(folder, base / "snapshots" / commit)
+    hub_cache(tmp_path / "hub", "my-org/act-reach", folder, commit)
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     metrics = tmp_path / "m.json"

@@ -5,7 +5,6 @@ feature checks; the Python API sharing the plugin's evaluation path."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +12,7 @@ import pytest
 import torch
 import torch._dynamo
 from checkpoints import train_tiny_policy
-from helpers import TOY_CONFTEST, outcomes, read_metrics
+from helpers import TOY_CONFTEST, hub_cache, outcomes, read_metrics
 
 from pytest_benchmarks.api import evaluate
 from pytest_benchmarks.core.features import Feature, FeatureMismatch, check_features
@@ -62,21 +61,12 @@ def test_trained_checkpoint_gives_identical_records_through_api_and_pytest(
     assert len(identity["revision"]) == 12  # the weights' hash
 
 
-def _hub_cache(root: Path, repo: str, checkpoint: Path, commit: str) -> None:
-    """huggingface_hub's cache layout, as a download would have left it."""
-    org, name = repo.split("/")
-    base = root / f"models--{org}--{name}"
-    (base / "refs").mkdir(parents=True)
-    (base / "refs" / "main").write_text(commit)
-    shutil.copytree(checkpoint, base / "snapshots" / commit)
-
-
 def test_hub_policy_from_the_local_cache_offline(
     pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     train_tiny_policy(tmp_path / "ckpt")
     commit = "0123456789abcdef0123456789abcdef01234567"
-    _hub_cache(tmp_path / "hub", "tiny-org/tiny-policy", tmp_path / "ckpt", commit)
+    hub_cache(tmp_path / "hub", "tiny-org/tiny-policy", tmp_path / "ckpt", commit)
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     pytester.makepyfile(test_mw=TESTS)

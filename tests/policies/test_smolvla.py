@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import read_metrics
+from helpers import hub_cache, read_metrics
 
 from pytest_benchmarks.api import evaluate
 from pytest_benchmarks.core import catalog
@@ -144,10 +144,7 @@ def test_the_backbone_resolves_offline_from_the_hub_cache_or_fails_in_one_line(
     monkeypatch: pytest.MonkeyPatch,
 ):
     commit = "0123456789abcdef0123456789abcdef01234567"
-    base = tmp_path / "hub" / "models--my-org--tiny-vlm"  # huggingface_hub's cache layout
-    (base / "refs").mkdir(parents=True)
-    (base / "refs" / "main").write_text(commit)
-    shutil.copytree(vlm_backbone, base / "snapshots" / commit)
+    hub_cache(tmp_path / "hub", "my-org/tiny-vlm", vlm_backbone, commit)
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     pytester.makepyfile(test_mw=TESTS)
@@ -249,3 +246,29 @@ def test_cameras_read_through_a_rename_map_are_rendered(vlm_backbone: Path, tmp_
     env = LazyVectorEnv(benchmark, config, 1, sync=True)
     env.skip_unread_cameras(policy)
     assert env.config.blank_cameras == ()
+
+
+def test_with_none_of_its_cameras_in_the_env_the_feature_diff_says_so(
+    vlm_backbone: Path, tmp_path: Path
+):
+    """SmolVLA fills missing cameras itself, but only beside one the env gives: with none,
+    the feature check names them (LeRobot would fail at the first step instead)."""
+    from pytest_benchmarks.core.features import FeatureMismatch
+
+    inputs = {"observation.state": (39,), "observation.images.camera1": (3, SIZE, SIZE)}
+    folder = lerobot_models.checkpoint(
+        "smolvla", tmp_path / "cam", inputs, action_dim=4, vlm_model_name=str(vlm_backbone)
+    )
+    benchmark = catalog.get("metaworld")
+    task = benchmark.select(["reach-v3"])[0]
+    config = Settings(
+        envs=None, tasks=None, episodes=1, batch_size=1, sync=True, seed=0,
+        policy=f"lerobot:{folder}", max_steps=4, metrics=Path("m.json"), obs="pixels",
+        image_size=(SIZE, SIZE),
+    ).env_config(task)  # fmt: skip
+    features = benchmark.processors(config).features  # observation.images.corner2, state
+    with pytest.raises(FeatureMismatch) as mismatch:
+        make_policy(f"lerobot:{folder}", benchmark, config, 1, "cpu", features)
+    assert f"- observation.images.camera1 [3, {SIZE}, {SIZE}]: the env does not provide it" in str(
+        mismatch.value
+    )
