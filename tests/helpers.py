@@ -24,6 +24,11 @@ def docs_text() -> str:
 
 #: What an xdist worker exports to its children; pytest-benchmark reads it as "xdist is on",
 #: so a session a test starts under xdist drops them to time anything.
+#: ``--benchmark-timeout`` for runs where hung tasks sit beside healthy ones: a hung task costs
+#: this long, and a healthy toy task (an env's worker processes started on a loaded two-core
+#: machine under nested xdist) must never meet it.
+HANG_TIMEOUT = 8
+
 XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
 
 #: conftest for pytester sessions that also registers the toy benchmark.

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from helpers import leftover_processes, read_metrics
+from helpers import HANG_TIMEOUT, leftover_processes, read_metrics
 
 from pytest_benchmarks.metrics.document import schema
 from pytest_benchmarks.metrics.document import write_metrics as write_atomic
@@ -137,14 +137,16 @@ def test_timeout_stops_a_hung_task_and_reaps_its_workers(toy_project: pytest.Pyt
         "--benchmark-task=walk,hang,stroll",
         "--benchmark-episodes=2",
         f"--benchmark-batch-size={batch}",
-        "--benchmark-timeout=3",
+        f"--benchmark-timeout={HANG_TIMEOUT}",
     )
     result.assert_outcomes(passed=4, failed=2)
     result.stdout.fnmatch_lines(
-        ["*TaskTimeout: toy/hang timed out after 3 s (--benchmark-timeout)*"]
+        [f"*TaskTimeout: toy/hang timed out after {HANG_TIMEOUT} s (--benchmark-timeout)*"]
     )
     found = rows(toy_project)
-    assert found["toy/hang"]["error"].startswith("TaskTimeout: toy/hang timed out after 3 s")
+    assert found["toy/hang"]["error"].startswith(
+        f"TaskTimeout: toy/hang timed out after {HANG_TIMEOUT} s"
+    )
     assert found["toy/walk"]["successes"] == 2 and found["toy/stroll"]["successes"] == 2
     assert leftover_processes(str(toy_project.path)) == []
 
@@ -158,14 +160,14 @@ def test_timeout_kills_workers_that_ignore_sigterm_or_are_stopped(toy_project: p
         "--benchmark-task=walk,stubborn,frozen",
         "--benchmark-episodes=2",
         "--benchmark-batch-size=2",
-        "--benchmark-timeout=3",
+        f"--benchmark-timeout={HANG_TIMEOUT}",
         timeout=240,  # the hung steps would take an hour
     )
     result.assert_outcomes(passed=2, failed=4)
     found = rows(toy_project)
     for task in ("stubborn", "frozen"):
         error = found[f"toy/{task}"]["error"]
-        assert error.startswith(f"TaskTimeout: toy/{task} timed out after 3 s"), error
+        assert error.startswith(f"TaskTimeout: toy/{task} timed out after {HANG_TIMEOUT} s"), error
     assert found["toy/walk"]["successes"] == 2
     assert leftover_processes(str(toy_project.path)) == []
 

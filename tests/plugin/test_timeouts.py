@@ -5,7 +5,7 @@ task beside it, before or after, on the same worker or another, still passes."""
 from __future__ import annotations
 
 import pytest
-from helpers import read_metrics
+from helpers import HANG_TIMEOUT, read_metrics
 
 #: A policy factory that hangs for one task (``walk``) and builds the toy's walker otherwise.
 HANGING_BUILD = """
@@ -53,7 +53,7 @@ def test_policy_latency(benchmark_speed, benchmark):
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--benchmark-episodes=2", "--benchmark-timeout=3", *args,
+        "-p", "no:cacheprovider", "--benchmark-episodes=2", f"--benchmark-timeout={HANG_TIMEOUT}", *args,
         timeout=300,
     )  # fmt: skip
 
@@ -83,7 +83,7 @@ def test_a_policy_build_that_hangs_spares_the_next_task(
     found = rows(toy_project)
     assert (
         found["toy/walk"]["error"]
-        == "TaskTimeout: toy/walk timed out after 3 s (--benchmark-timeout)"
+        == f"TaskTimeout: toy/walk timed out after {HANG_TIMEOUT} s (--benchmark-timeout)"
     )
     assert found["toy/stroll"]["error"] is None and found["toy/stroll"]["n_episodes"] == 2
 
@@ -114,4 +114,4 @@ def test_a_speed_test_that_hangs_is_stopped_and_spares_the_next_task(
     )  # fmt: skip
     assert_pytest_intact(result)
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*TaskTimeout: toy/walk timed out after 3 s*"])
+    result.stdout.fnmatch_lines([f"*TaskTimeout: toy/walk timed out after {HANG_TIMEOUT} s*"])
