@@ -72,6 +72,7 @@ def evaluate(
     record: str | Path | None = None,
     record_only: str = "all",
     resume: bool = False,
+    batched_inference: bool = False,
 ) -> Evaluation:
     """Run ``episodes`` episodes of every selected task with ``policy``.
 
@@ -86,6 +87,7 @@ def evaluate(
     successful ones), as ``--benchmark-record`` does; ``Evaluation.dataset`` is its summary.
     ``resume`` carries on the run whose metrics JSON is at ``metrics``, as
     ``--benchmark-resume`` does: its finished tasks are kept, only the missing episodes run.
+    ``batched_inference`` is ``--benchmark-batched-inference``.
     """
     settings = validation.build(
         root=Path.cwd(),
@@ -107,6 +109,7 @@ def evaluate(
         record=record,
         record_only=record_only,
         resume=resume,
+        batched_inference=batched_inference,
     )
     if resume and metrics is None:
         raise validation.OptionError("--benchmark-resume: needs metrics=PATH, the run to carry on")

@@ -105,7 +105,8 @@ def build(
     seed: int = 0,
     **overrides: object,
 ) -> torch.nn.Module:
-    """An ACT or Diffusion policy for ``inputs`` (images CHW), small enough for a CPU."""
+    """An ACT, Diffusion or SmolVLA policy for ``inputs`` (images CHW), small enough for a CPU
+    unless ``overrides`` (config fields) say otherwise."""
     from lerobot.configs.types import FeatureType, PolicyFeature
 
     def feature(name: str, shape: tuple[int, ...]) -> PolicyFeature:
@@ -121,13 +122,17 @@ def build(
         from lerobot.policies.act.configuration_act import ACTConfig
         from lerobot.policies.act.modeling_act import ACTPolicy
 
-        config = ACTConfig(
-            input_features=features, output_features=action, device="cpu",
+        small = dict(
             pretrained_backbone_weights=None, replace_final_stride_with_dilation=False,
             dim_model=64, n_heads=2, dim_feedforward=128, n_encoder_layers=1,
             n_decoder_layers=1, latent_dim=8, chunk_size=8, n_action_steps=8,
-            **overrides,
         )  # fmt: skip
+        config = ACTConfig(
+            input_features=features,
+            output_features=action,
+            device="cpu",
+            **{**small, **overrides},
+        )
         return ACTPolicy(config)
     if kind == "diffusion":
         from lerobot.policies.diffusion.configuration_diffusion import DiffusionConfig
@@ -147,12 +152,17 @@ def build(
         from lerobot.policies.smolvla.configuration_smolvla import SmolVLAConfig
         from lerobot.policies.smolvla.modeling_smolvla import SmolVLAPolicy
 
-        config = SmolVLAConfig(
-            input_features=features, output_features=action, device="cpu",
+        small = dict(
             load_vlm_weights=False, num_vlm_layers=2, chunk_size=4, n_action_steps=4,
             num_steps=2, resize_imgs_with_padding=(VLM_IMAGE, VLM_IMAGE), max_state_dim=16,
-            max_action_dim=16, **overrides,
+            max_action_dim=16,
         )  # fmt: skip
+        config = SmolVLAConfig(
+            input_features=features,
+            output_features=action,
+            device="cpu",
+            **{**small, **overrides},
+        )
         return SmolVLAPolicy(config)
     raise ValueError(f"unknown kind {kind!r}; valid: {', '.join(KINDS)}, smolvla")
 

@@ -74,6 +74,9 @@ class Settings:
     record_only: str = "all"
     #: Carry on the run in the metrics JSON: keep its finished tasks and episodes.
     resume: bool = False
+    #: LeRobot policies: slots at the same phase share one forward pass (records may then
+    #: depend on the batch size; see ``policies.slot_batch``).
+    batched_inference: bool = False
     #: Where ``image_size`` came from when no option gave it (a LeRobot checkpoint's config).
     image_size_from: str | None = field(default=None, compare=False)
 
@@ -90,6 +93,8 @@ class Settings:
             **({} if config.obs == "state" else {"render": config.render}),
             # What a LeRobot policy's pre-processor renames changes what it reads.
             **({"rename_map": dict(config.rename_map)} if config.rename_map else {}),
+            # Shared forward passes may change the records: never gated against unshared ones.
+            **({"batched_inference": True} if config.batched_inference else {}),
         }
 
     @property
@@ -110,6 +115,7 @@ class Settings:
             settle_steps=self.settle_steps,
             camera_map=self.camera_map,
             rename_map=self.rename_map,
+            batched_inference=self.batched_inference,
             video=self.video,
             video_dir=str(self.metrics.parent / "videos"),
             privileged=expert_based(self.policy),
@@ -143,6 +149,7 @@ class Settings:
             "record": str(self.record) if self.record else None,
             "record_only": self.record_only,
             "resume": self.resume,
+            "batched_inference": self.batched_inference,
         }
 
 

@@ -259,6 +259,7 @@ def build(
     record: str | Path | None = None,
     record_only: str | None = None,
     resume: bool = False,
+    batched_inference: bool = False,
 ) -> Settings:
     """Settings from typed values or the flags' strings, each checked as its ``--benchmark-*``
     option is (one-line ``OptionError``); None is the option's default.
@@ -279,6 +280,11 @@ def build(
     except PolicySpecError as exc:
         raise OptionError(f"--benchmark-policy: {exc}") from None
     _check_policy_source(kind, argument)
+    if batched_inference and kind != "lerobot":
+        raise OptionError(
+            "--benchmark-batched-inference: only lerobot: policies share forward passes across "
+            f"slots (--benchmark-policy is {spec}); drop the flag or use a lerobot: policy"
+        )
     chosen_device = _choice("--benchmark-device", device, DEVICES, "auto")
     _check_device(chosen_device)
     if metrics is None:
@@ -343,6 +349,7 @@ def build(
         record=_record_dir(record),
         record_only=_choice("--benchmark-record-only", record_only, RECORD_ONLY, "all"),
         resume=bool(resume),
+        batched_inference=bool(batched_inference),
     )
 
 

@@ -19,12 +19,14 @@ from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.settings import Settings
 from pytest_benchmarks.metrics.document import load_results
 from pytest_benchmarks.metrics.runs import InputError, load
+from pytest_benchmarks.metrics.snapshots import ABSENT
 
 #: What a run's episodes depend on, or which episodes and tasks it runs: a resumed run's must
 #: equal the file's. (Batch size, workers, sync and devices change no outcome.)
 SAME_SETTINGS = (
     "envs", "tasks", "shard", "episodes", "episode_indices", "seed", "policy", "max_steps",
     "obs", "image_size", "render", "camera_map", "rename_map", "settle_steps",
+    "batched_inference",
 )  # fmt: skip
 
 
@@ -44,7 +46,7 @@ def load_resumable(path: Path, settings: Settings) -> dict[str, TaskResult]:
     earlier: dict[str, Any] = document["run"]
     now = settings.as_dict()
     for key in SAME_SETTINGS:
-        if earlier.get(key) != now.get(key):
+        if earlier.get(key, ABSENT.get(key)) != now.get(key):
             raise ResumeError(
                 f"--benchmark-resume: {path} was made with {key} {_show(earlier.get(key))}, "
                 f"this run has {_show(now.get(key))}; resume with the same settings, or run "

@@ -148,13 +148,22 @@ def read(text: str) -> Snapshot:
     if settings.get("obs", "state") != "state" and "render" not in settings:
         # Pixel snapshots stored before the render mode was recorded were rendered faithfully.
         settings = {**settings, "render": "faithful"}
+    # Snapshots record batched inference only where a run used it.
+    settings = {BATCHED: False, **settings}
     return Snapshot(doc["id"], episodes, doc.get("policy") or {}, settings)
+
+
+#: The setting of --benchmark-batched-inference, and what a setting a snapshot or run lacks
+#: was (recorded only where it is not the default).
+BATCHED = "batched_inference"
+ABSENT: dict[str, Any] = {BATCHED: False}
 
 
 def setting_changes(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """``seed 1000 → 5000`` for each setting the snapshot recorded that this run changes."""
+    current = {**ABSENT, **current}
     return [
-        f"{key} {_text(stored[key])} → {_text(current.get(key))}"
+        f"{key} {_text(stored[key])} → {_text(current[key])}"
         for key in sorted(stored)
         if key in current and stored[key] != current[key]
     ]
@@ -169,6 +178,19 @@ def check_render(stored: dict[str, Any], current: dict[str, Any]) -> None:
             f"the snapshot was rendered {old}, this run {new}: runs of different render modes "
             f"are not compared; run with --benchmark-render={old}, or store a {new} snapshot "
             "with --snapshot-update --benchmark-snapshot-replace"
+        )
+
+
+def check_inference(stored: dict[str, Any], current: dict[str, Any]) -> None:
+    """Refuse, in one line, to judge a run of batched inference against outcomes of
+    batch-of-one inference, or the reverse: the records may differ by the batching alone."""
+    old, new = stored.get(BATCHED, False), current.get(BATCHED, False)
+    if old != new:
+        made, run = ("with", "without") if old else ("without", "with")
+        raise SnapshotFormatError(
+            f"the snapshot was made {made} --benchmark-batched-inference, this run {run}: "
+            f"its records may differ by the batching alone; run {made} it, or store a new "
+            "snapshot with --snapshot-update --benchmark-snapshot-replace"
         )
 
 

@@ -177,6 +177,9 @@ FLAGS: dict[str, str] = {
     "fewer episodes or other settings (seed, step limit, observations); without it they are kept",
     "--benchmark-resume": "carry on the run whose metrics JSON is at --benchmark-metrics: keep "
     "its finished tasks, run only the episodes it lacks (same settings and policy required)",
+    "--benchmark-batched-inference": "lerobot: policies: slots whose episodes are at the same "
+    "step of their action chunk share one forward pass (faster; records may differ from "
+    "batch-of-one inference, so it is part of a snapshot's settings)",
 }
 
 

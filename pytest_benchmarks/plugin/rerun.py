@@ -22,6 +22,8 @@ def rerun_command(test_file: str, settings: Settings, task: TaskRef) -> str:
         "--benchmark-rename-map": ",".join(f"{a}={b}" for a, b in s.rename_map) or None,
     }
     args += [f"{flag}={value}" for flag, value in optional.items() if value is not None]
+    if s.batched_inference:
+        args.append("--benchmark-batched-inference")
     if s.render != "faithful":
         args.append(f"--benchmark-render={s.render}")
     if s.image_size != DEFAULT_IMAGE_SIZE:

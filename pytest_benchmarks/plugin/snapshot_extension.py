@@ -24,6 +24,7 @@ from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.metrics.snapshots import (
     DIRNAME,
     SnapshotFormatError,
+    check_inference,
     check_render,
     differences,
     document,
@@ -135,6 +136,7 @@ class BenchmarkSnapshotExtension(SingleFileSnapshotExtension):
         if stored.id != new.id:
             raise SnapshotFormatError(f"holds task {stored.id!r}, not {new.id!r}")
         check_render(stored.settings, ctx.settings)
+        check_inference(stored.settings, ctx.settings)
         size = len(ctx.family) if new.id in ctx.family else ctx.k
         self.comparison = compare(
             new.id, stored.episodes, new.episodes, ctx.alpha, size, ctx.mode,

@@ -13,7 +13,9 @@ whole batch and resets it as a whole. The harness starts episodes slot by slot, 
 keeps that state per slot, with a torch RNG per slot seeded from the episode's seed, and steps
 each slot's observation through the policy as a batch of one. A slot's actions then depend on
 its own episode only: the same whatever the batch size, worker count or the other slots, and the
-same as ``lerobot-eval`` at batch size 1.
+same as ``lerobot-eval`` at batch size 1. With ``--benchmark-batched-inference`` slots at the
+same phase share one call (``slot_batch``), each keeping its own state and noise; the records
+may then differ by float rounding, so the option is part of a snapshot's settings.
 
 ``lerobot-eval`` hands actions to the env unclipped, and the simulators clip them to the action
 space first thing (Meta-World's ``step``, robosuite's controllers); the harness refuses actions
@@ -26,7 +28,8 @@ from __future__ import annotations
 
 import copy
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +40,7 @@ from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.features import IMAGE_PREFIX, Feature, check_features
 from pytest_benchmarks.core.policy import BACKBONE
 from pytest_benchmarks.core.tasks import EnvConfig
-from pytest_benchmarks.policies import backbone
+from pytest_benchmarks.policies import backbone, slot_batch
 
 #: LeRobot's single-camera key (its Meta-World layout); several cameras are IMAGE_PREFIX + name.
 SINGLE_IMAGE = "observation.image"
@@ -97,8 +100,11 @@ class LeRobotPolicy:
         pad: Sequence[tuple[str, tuple[int, ...]]] = (),
         bounds: tuple[np.ndarray, np.ndarray] | None = None,
         renames: dict[str, str] | None = None,
+        batched: bool = False,
     ) -> None:
         self.policy, self._identity, self.device = policy, identity, device
+        #: Slots at the same phase share one ``select_action`` (``_act_together``).
+        self.batched = batched
         self.bounds = bounds
         #: The rename map the pre-processor applies (env name -> the checkpoint's name).
         self.renames = dict(renames or {})
@@ -108,8 +114,9 @@ class LeRobotPolicy:
         self._fresh = {n: copy.deepcopy(getattr(policy, n)) for n in self.state_names}
         self._states: list[dict[str, Any]] = [copy.deepcopy(self._fresh) for _ in range(num_envs)]
         self._cuda = device.startswith("cuda")
+        #: Each slot's torch RNG state, and last the one a merged call draws from.
         self._rng: list[tuple[torch.Tensor, torch.Tensor | None]] = [
-            self._seeded(0) for _ in range(num_envs)
+            self._seeded(0) for _ in range(num_envs + 1)
         ]
 
     @classmethod
@@ -169,6 +176,7 @@ class LeRobotPolicy:
         return cls(
             policy, (pre, post), identity, device, num_envs,
             [(k, wanted[k]) for k in pad], (action_space.low, action_space.high), renames,
+            config.batched_inference,
         )  # fmt: skip
 
     @property
@@ -215,28 +223,96 @@ class LeRobotPolicy:
         return observation
 
     def act(self, batch: dict[str, Any]) -> np.ndarray:
-        actions = []
-        for slot, state in enumerate(self._states):
-            observation = self.preprocessor(self.observation(batch, slot))
-            for name, value in state.items():
-                setattr(self.policy, name, value)
-            cpu, cuda = self._rng[slot]
-            with torch.random.fork_rng(devices=[self.device] if self._cuda else []):
-                torch.set_rng_state(cpu)
-                if cuda is not None:
-                    torch.cuda.set_rng_state(cuda)
-                with torch.inference_mode():
-                    action = self.policy.select_action(observation)
-                self._rng[slot] = (
-                    torch.get_rng_state(), torch.cuda.get_rng_state() if self._cuda else None
-                )  # fmt: skip
-            self._states[slot] = {n: getattr(self.policy, n) for n in self.state_names}
-            action = self.postprocessor(action)
-            actions.append(action.to("cpu", torch.float32).numpy()[0])
+        if self.batched:
+            phases = [slot_batch.phase(state) for state in self._states]
+            slots = slot_batch.groups(phases)
+        else:
+            slots = [[slot] for slot in range(len(self._states))]
+        actions: list[np.ndarray] = [np.empty(0)] * len(self._states)
+        for group in slots:
+            together = self._act_together(batch, group) if len(group) > 1 else None
+            for i, slot in enumerate(group):
+                actions[slot] = together[i] if together else self._act_alone(batch, slot)
         self.last_raw = np.stack(actions)
         if self.bounds is None:
             return self.last_raw
         return np.clip(self.last_raw, *self.bounds).astype(np.float32)
+
+    def _act_alone(self, batch: dict[str, Any], slot: int) -> np.ndarray:
+        """One slot's step as a batch of one, with its own episode state and RNG."""
+        observation = self.preprocessor(self.observation(batch, slot))
+        self._set_state(self._states[slot])
+        with self._slot_rng(slot), torch.inference_mode():
+            action = self.policy.select_action(observation)
+        self._states[slot] = self._get_state()
+        return self._postprocess(action)
+
+    def _act_together(self, batch: dict[str, Any], group: list[int]) -> list[np.ndarray] | None:
+        """The group's step as one batch (``--benchmark-batched-inference``): their episode
+        states and observations merged, one ``select_action``, the state split back. Noise a
+        model draws with ``sample_noise`` (SmolVLA, pi0) comes from each slot's own RNG, as
+        alone. None where the observations cannot share a batch (then each acts alone)."""
+        try:
+            observation = slot_batch.merge(
+                [self.preprocessor(self.observation(batch, slot)) for slot in group]
+            )
+            state = slot_batch.merge([self._states[slot] for slot in group])
+        except slot_batch.Unmergeable:
+            return None
+        self._set_state(state)
+        shared = len(self._states)  # the RNG of draws that are not a slot's own
+        with self._slot_rng(shared), self._noise_per_slot(group), torch.inference_mode():
+            action = self.policy.select_action(observation)
+        states = slot_batch.split(self._get_state(), len(group))
+        for slot, slot_state in zip(group, states, strict=True):
+            self._states[slot] = slot_state
+        return [self._postprocess(action[i : i + 1]) for i in range(len(group))]
+
+    def _get_state(self) -> dict[str, Any]:
+        return {name: getattr(self.policy, name) for name in self.state_names}
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self.policy, name, value)
+
+    def _postprocess(self, action: torch.Tensor) -> np.ndarray:
+        return self.postprocessor(action).to("cpu", torch.float32).numpy()[0]
+
+    @contextmanager
+    def _slot_rng(self, slot: int) -> Iterator[None]:
+        """Torch's RNG is the slot's own within; its state is kept for the slot's next call."""
+        cpu, cuda = self._rng[slot]
+        with torch.random.fork_rng(devices=[self.device] if self._cuda else []):
+            torch.set_rng_state(cpu)
+            if cuda is not None:
+                torch.cuda.set_rng_state(cuda)
+            yield
+            self._rng[slot] = (
+                torch.get_rng_state(), torch.cuda.get_rng_state() if self._cuda else None
+            )  # fmt: skip
+
+    @contextmanager
+    def _noise_per_slot(self, group: list[int]) -> Iterator[None]:
+        """A model's ``sample_noise(shape, device)`` for the group: each slot's rows drawn from
+        that slot's RNG, the draw it would make alone."""
+        model: Any = getattr(self.policy, "model", None)
+        sample = getattr(model, "sample_noise", None)
+        if sample is None:
+            yield
+            return
+
+        def per_slot(shape: Sequence[int], device: Any) -> torch.Tensor:
+            rows = []
+            for slot in group:
+                with self._slot_rng(slot):
+                    rows.append(sample((1, *shape[1:]), device))
+            return torch.cat(rows)
+
+        model.sample_noise = per_slot
+        try:
+            yield
+        finally:
+            del model.sample_noise
 
     def identity(self) -> dict[str, str | None]:
         return dict(self._identity)

@@ -4,6 +4,7 @@ equals an uninterrupted run's, episode for episode; a file of other settings is 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -136,6 +137,16 @@ def test_a_file_of_other_settings_is_refused_in_one_line(toy_project: pytest.Pyt
         *RUN, "--benchmark-metrics=bad.json", "--benchmark-resume"
     )
     broken.stderr.fnmatch_lines(["ERROR: --benchmark-resume: *bad.json: not valid JSON *"])
+    # A file written before --benchmark-batched-inference existed ran without it.
+    path = toy_project.path / "run.json"
+    document = json.loads(path.read_text())
+    del document["run"]["batched_inference"]
+    path.write_text(json.dumps(document))
+    older = toy_project.runpytest_subprocess(
+        *RUN, "--benchmark-metrics=run.json", "--benchmark-resume"
+    )
+    older.assert_outcomes(passed=4)
+    older.stdout.fnmatch_lines(["resume: 2 finished tasks kept from *run.json*"])
 
 
 def test_resume_without_a_file_runs_everything(toy_project: pytest.Pytester):
