@@ -7,12 +7,27 @@ make normalisation and unnormalisation change the numbers, as a trained checkpoi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
 KINDS = ("act", "diffusion")
+#: The other LeRobot types that build offline, each with settings that fit a small image.
+OTHER_KINDS: dict[str, Callable[[tuple[int, ...] | None], dict[str, Any]]] = {
+    "vqbet": lambda image: {
+        "crop_shape": (image[1] - 8, image[2] - 8) if image else None,
+        "pretrained_backbone_weights": None, "gpt_n_layer": 2, "gpt_n_head": 2,
+        "gpt_hidden_dim": 64, "gpt_input_dim": 64, "gpt_output_dim": 64,
+    },
+    "tdmpc": lambda image: {"latent_dim": 16, "mlp_dim": 32, "image_encoder_hidden_dim": 8,
+                            "state_encoder_hidden_dim": 32, "n_gaussian_samples": 16,
+                            "n_pi_samples": 4, "n_elites": 4, "cem_iterations": 2, "horizon": 3},
+    "sac": lambda image: {"latent_dim": 32, "shared_encoder": True,
+                          "vision_encoder_name": None, "image_encoder_hidden_dim": 8},
+}  # fmt: skip
 
 
 def preload() -> None:
@@ -164,7 +179,19 @@ def build(
             **{**small, **overrides},
         )
         return SmolVLAPolicy(config)
-    raise ValueError(f"unknown kind {kind!r}; valid: {', '.join(KINDS)}, smolvla")
+    if kind in OTHER_KINDS:
+        from lerobot.policies.factory import get_policy_class, make_policy_config
+
+        image = next((s for s in inputs.values() if len(s) == 3), None)
+        small = OTHER_KINDS[kind](image)
+        config = make_policy_config(
+            kind, input_features=features, output_features=action, device="cpu",
+            **{**small, **overrides},
+        )  # fmt: skip
+        return get_policy_class(kind)(config)
+    raise ValueError(
+        f"unknown kind {kind!r}; valid: {', '.join([*KINDS, 'smolvla', *OTHER_KINDS])}"
+    )
 
 
 def save(policy: torch.nn.Module, directory: Path, seed: int = 0) -> Path:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import copy
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -69,22 +69,43 @@ def policy_view(features: dict[str, Feature]) -> dict[str, Feature]:
 def episode_state_names(policy: Any) -> list[str]:
     """The attributes holding a LeRobot policy's per-episode state, as ``reset()`` leaves them.
 
-    Queues (``_queues``, ``_action_queue``: deques or dicts of deques) and ensemblers; what
-    ``reset()`` replaces is included whatever its type.
+    What ``reset()`` assigns, whatever its value (TD-MPC's ``_prev_mean = None``), and queues
+    (``_queues``, ``_action_queue``: deques or dicts of deques) and ensemblers.
     """
-    before = dict(vars(policy))
-    policy.reset()
+    assigned = _assigned_by(policy, policy.reset)
     names = []
     for name, value in vars(policy).items():
         if name in ("_parameters", "_buffers", "_modules"):
             continue
-        replaced = before.get(name) is not value
         queue_like = isinstance(value, deque) or (
             isinstance(value, dict) and any(isinstance(v, deque) for v in value.values())
         )
-        if replaced or queue_like or type(value).__name__.endswith("Ensembler"):
+        if name in assigned or queue_like or type(value).__name__.endswith("Ensembler"):
             names.append(name)
     return names
+
+
+def _assigned_by(target: Any, call: Callable[[], Any]) -> set[str]:
+    """The attribute names ``call`` assigns on ``target`` (its class's ``__setattr__`` watched)."""
+    cls = type(target)
+    own = cls.__dict__.get("__setattr__")
+    inherited = cls.__setattr__
+    assigned: set[str] = set()
+
+    def watched(self: Any, name: str, value: Any) -> None:
+        if self is target:
+            assigned.add(name)
+        inherited(self, name, value)
+
+    cls.__setattr__ = watched  # type: ignore[method-assign,assignment]
+    try:
+        call()
+    finally:
+        if own is None:
+            del cls.__setattr__
+        else:
+            cls.__setattr__ = own  # type: ignore[method-assign]
+    return assigned
 
 
 class LeRobotPolicy:
