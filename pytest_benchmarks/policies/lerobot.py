@@ -87,7 +87,7 @@ def episode_state_names(policy: Any) -> list[str]:
 
 def _assigned_by(target: Any, call: Callable[[], Any]) -> set[str]:
     """The attribute names ``call`` assigns on ``target`` (its class's ``__setattr__`` watched)."""
-    cls = type(target)
+    cls: Any = type(target)
     own = cls.__dict__.get("__setattr__")
     inherited = cls.__setattr__
     assigned: set[str] = set()
@@ -97,14 +97,14 @@ def _assigned_by(target: Any, call: Callable[[], Any]) -> set[str]:
             assigned.add(name)
         inherited(self, name, value)
 
-    cls.__setattr__ = watched  # type: ignore[method-assign,assignment]
+    cls.__setattr__ = watched
     try:
         call()
     finally:
         if own is None:
             del cls.__setattr__
         else:
-            cls.__setattr__ = own  # type: ignore[method-assign]
+            cls.__setattr__ = own
     return assigned
 
 
