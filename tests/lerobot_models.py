@@ -194,14 +194,20 @@ def build(
     )
 
 
-def save(policy: torch.nn.Module, directory: Path, seed: int = 0) -> Path:
-    """The policy and its pre/post-processors (with made-up statistics) in ``directory``."""
+def save(policy: torch.nn.Module, directory: Path, seed: int = 0,
+         action_scale: tuple[float, float] | None = None) -> Path:  # fmt: skip
+    """The policy and its pre/post-processors (with made-up statistics) in ``directory``;
+    ``action_scale`` (mean, std) puts the actions where an env's action space has them."""
     from lerobot.policies.factory import make_pre_post_processors
 
     config = policy.config
     shapes = {k: tuple(f.shape) for k, f in config.input_features.items()}
     shapes["action"] = tuple(config.output_features["action"].shape)
-    pre, post = make_pre_post_processors(config, dataset_stats=_stats(shapes, seed))
+    stats = _stats(shapes, seed)
+    if action_scale is not None:
+        mean, std = (np.full(shapes["action"], v, dtype=np.float32) for v in action_scale)
+        stats["action"] = {"mean": mean, "std": std, "min": mean - 2 * std, "max": mean + 2 * std}
+    pre, post = make_pre_post_processors(config, dataset_stats=stats)
     directory.mkdir(parents=True, exist_ok=True)
     policy.save_pretrained(directory)
     pre.save_pretrained(directory)
@@ -215,7 +221,9 @@ def checkpoint(
     inputs: dict[str, tuple[int, ...]],
     action_dim: int,
     seed: int = 0,
+    action_scale: tuple[float, float] | None = None,
     **overrides: object,
 ) -> Path:
     """``build`` then ``save``: a checkpoint folder that ``lerobot:DIR`` loads."""
-    return save(build(kind, inputs, action_dim, seed, **overrides), directory, seed)
+    policy = build(kind, inputs, action_dim, seed, **overrides)
+    return save(policy, directory, seed, action_scale)

@@ -20,6 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 from pytest_benchmarks.core.benchmark import Benchmark
+from pytest_benchmarks.core.expert_action import EXPERT_FEATURE, EXPERT_KEY, ExpertActionPolicy
 from pytest_benchmarks.core.features import IMAGE_PREFIX, Feature
 from pytest_benchmarks.core.processors import Batch, EnvProcessors, camera_renames
 from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
@@ -42,8 +43,6 @@ VIDEO_CAMERA = "agentview_image"
 STATE_KEYS = {"robot0_eef_pos": 3, "robot0_eef_quat": 4, "robot0_gripper_qpos": 2}
 ACTION_DIM = 7
 #: The scripted expert's next action, computed beside the simulator (privileged configs only).
-EXPERT_KEY = "expert_action"
-EXPERT_FEATURE = "expert.action"
 #: LeRobot's LIBERO wrapper's camera names (its ``camera_name_mapping``).
 LEROBOT_CAMERAS = {"agentview": "image", "robot0_eye_in_hand": "image2"}
 #: Zero motion with the gripper open: what a robot at rest does while the scene settles.
@@ -326,20 +325,6 @@ def bddl_path(task: TaskRef) -> Path:
     return libero_dir() / "bddl_files" / task.suite / f"{task.task}.bddl"
 
 
-class ExpertActionPolicy:
-    """The scripted expert, as a policy: it takes the action the env's expert computed from
-    the simulator's state (the ``expert.action`` feature of privileged configs)."""
-
-    def reset(self, slots: Any, seeds: Any) -> None:
-        pass
-
-    def act(self, batch: dict[str, Any]) -> np.ndarray:
-        return np.asarray(batch[EXPERT_FEATURE], dtype=np.float64)
-
-    def identity(self) -> dict[str, str | None]:
-        return {"source": "scripted", "id": "pytest_benchmarks.PickPlaceExpert", "revision": None}
-
-
 class Libero(Benchmark):
     name = "libero"
     extra = "libero"
@@ -406,7 +391,7 @@ class Libero(Benchmark):
         problem = self.scripted_missing(task)
         if problem:
             raise NotImplementedError(problem)
-        return ExpertActionPolicy()
+        return ExpertActionPolicy("pytest_benchmarks.PickPlaceExpert")
 
     def scripted_missing(self, task: TaskRef) -> str | None:
         """The scripted expert covers the tasks whose BDDL goal it can plan, except those it is
