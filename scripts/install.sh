@@ -13,7 +13,7 @@
 # each xdist worker included, would otherwise rewrite and compile again at start-up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-extras="${1:-metaworld,libero,policies,lerobot,video,test,lint,docs}"
+extras="${1:-metaworld,libero,aloha,pusht,policies,lerobot,video,test,lint,docs}"
 if [ "${MUJOCO_GL:-}" != egl ] && ! ldconfig -p 2>/dev/null | grep -q libOSMesa; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     apt-get update -qq && apt-get install -y -qq libosmesa6 >/dev/null

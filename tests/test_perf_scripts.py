@@ -83,3 +83,10 @@ def test_interleaved_runs_each_episode_through_the_harness_and_the_plain_loop():
     assert len(rows) == 2 and all(int(h) == int(p) > 0 for h, p in rows), out  # same episodes
     found = re.search(r"harness / plain loop \(steps/s\) median ([\d.]+) \(rounds: ", out)
     assert found is not None and float(found.group(1)) > 0, out
+
+
+def test_sim_speed_reports_every_variant_of_aloha_and_pusht():
+    out = run("sim_speed.py", "--steps", "2", "--rounds", "1")
+    rows = [line.split() for line in out.splitlines()[1:] if line.startswith(("aloha", "pusht"))]
+    assert len(rows) == 9 and all(float(row[-1]) > 0 for row in rows), out
+    assert any("gym-aloha" in " ".join(row) for row in rows), out
