@@ -48,8 +48,9 @@ def test_merged_shards_equal_one_run(toy_project: pytest.Pytester):
 
 def test_shard_option_splits_the_selection_and_merges_back(toy_project: pytest.Pytester):
     whole = session(toy_project, "whole")
-    first = session(toy_project, "s1", "--benchmark-shard=1/2")
-    second = session(toy_project, "s2", "--benchmark-shard=2/2", "-n", "2")
+    # Shards split the whole selection, every installed benchmark's: name the toy alone.
+    first = session(toy_project, "s1", "--benchmark-env=toy", "--benchmark-shard=1/2")
+    second = session(toy_project, "s2", "--benchmark-env=toy", "--benchmark-shard=2/2", "-n", "2")
     assert [r["id"] for r in read_metrics(first)["results"]] == ["toy/stroll"]
     assert [r["id"] for r in read_metrics(second)["results"]] == ["toy/walk"]
     out = toy_project.path / "merged.json"

@@ -226,7 +226,7 @@ def test_x(evaluate):
     )
     result = run(pytester)
     result.stdout.fnmatch_lines(
-        ["*@benchmark_env('nope') names no benchmark; valid: libero, metaworld*"]
+        ["*@benchmark_env('nope') names no benchmark; valid: aloha, libero, metaworld, pusht*"]
     )
     assert result.ret != 0
 
