@@ -44,7 +44,7 @@ class PushModel:
         self._space = pymunk.Space()
         self._space.gravity, self._space.damping = (0, 0), 0.0
         self._agent = PushTEnv.add_circle(self._space, (256, 400), PUSHER_RADIUS)
-        self._block, self._shapes = PushTEnv.add_tee(self._space, (256, 300), 0)
+        self._block, self.shapes = PushTEnv.add_tee(self._space, (256, 300), 0)
         self.local_keypoints = self._keypoints_at(np.array([0.0, 0.0, 0.0]))
         self.goal_keypoints = self.keypoints(GOAL)
         self.outline = self._outline_points()
@@ -53,7 +53,7 @@ class PushModel:
         from gym_pusht.envs.pusht import PushTEnv
 
         self._set(pose)
-        return np.asarray(PushTEnv.get_keypoints(self._shapes), dtype=np.float64)
+        return np.asarray(PushTEnv.get_keypoints(self.shapes), dtype=np.float64)
 
     def keypoints(self, pose: np.ndarray) -> np.ndarray:
         return self.local_keypoints @ rotation(pose[2]).T + pose[:2]
@@ -63,7 +63,7 @@ class PushModel:
         from shapely.geometry import Polygon
         from shapely.ops import unary_union
 
-        shape = unary_union([Polygon([tuple(v) for v in s.get_vertices()]) for s in self._shapes])
+        shape = unary_union([Polygon([tuple(v) for v in s.get_vertices()]) for s in self.shapes])
         ring = shape.exterior
         if not ring.is_ccw:
             ring = ring.reverse()
@@ -153,7 +153,7 @@ class PushController:
         turn = rotation(pose[2])
         outline = unary_union([
             Polygon([tuple(turn @ np.array(v) + pose[:2]) for v in s.get_vertices()])
-            for s in self._model._shapes
+            for s in self._model.shapes
         ]).buffer(PUSHER_RADIUS + 1.0)  # fmt: skip
 
         def clear(a: np.ndarray, b: np.ndarray) -> bool:

@@ -93,9 +93,12 @@ def test_the_top_camera_is_drawn_at_the_configured_size_and_only_when_asked():
         assert env.render() is obs["top"]
     finally:
         env.close()
-    state, _ = (env := AlohaTaskEnv(config("AlohaTransferCube-v0"))).reset(seed=SEED)
-    env.close()
-    assert "top" not in state
+    env = AlohaTaskEnv(config("AlohaTransferCube-v0"))
+    try:
+        state, _ = env.reset(seed=SEED)
+        assert "top" not in state
+    finally:
+        env.close()
 
 
 def test_an_unstable_simulation_ends_the_episode_failed_with_the_last_observation():
