@@ -1,6 +1,7 @@
 """Env steps per second of ALOHA and PushT: the harness's env in each observation mode (and
 with the scripted expert computed in the env), against the simulator's own env as LeRobot
-builds it. One process, seeded actions held near the start pose; medians of ``--rounds``
+builds it. One process, seeded actions (ALOHA: small moves about
+the start pose; PushT: targets in the board's middle); medians of ``--rounds``
 rounds of ``--steps`` steps, the variants taking turns round by round.
 
     python benchmarks/perf/sim_speed.py [--steps 50] [--rounds 3]

@@ -137,9 +137,10 @@ class Benchmark(ABC):
     def processors(self, config: EnvConfig) -> EnvProcessors:
         """Observation transforms from this benchmark's envs to a policy's input batch."""
 
-    @abstractmethod
     def features(self, config: EnvConfig) -> dict[str, Feature]:
-        """The processed observation features every policy can rely on."""
+        """The processed observation features every policy can rely on: by default those the
+        processors declare."""
+        return self.processors(config).features
 
     @abstractmethod
     def scripted_policy(self, task: TaskRef, num_envs: int) -> Policy:

@@ -109,9 +109,6 @@ class Aloha(Benchmark):
 
         return AlohaTaskEnv(config)
 
-    def features(self, config: EnvConfig) -> dict[str, Feature]:
-        return processors(config).features
-
     def processors(self, config: EnvConfig) -> EnvProcessors:
         return processors(config)
 

@@ -84,12 +84,6 @@ class EndEffectorScene:
         )
         self._name = task
 
-    def _start(self, mocap: int) -> Pose:
-        """A gripper's start pose as the plan gives poses: its fingers' centre, orientation."""
-        data = self._env.physics.data
-        quat = np.array(data.mocap_quat[mocap])
-        return np.array(data.mocap_pos[mocap]) + rotate(quat, FINGERS), quat
-
     def _pose(self, side: str) -> Pose:
         """A gripper's pose now, as plans give poses: its fingers' centre, orientation."""
         data = self._env.physics.named.data
@@ -101,7 +95,7 @@ class EndEffectorScene:
         """Reset to the joint-space env's scene and plan an episode of ``steps`` steps."""
         self._task.objects = np.asarray(objects, dtype=np.float64)
         self._env.reset()
-        made = plan(self._name, self._task.objects, self._start(0), self._start(1))
+        made = plan(self._name, self._task.objects, self._pose("left"), self._pose("right"))
         self._tracks = [gripper_poses(interpolate(made.left, steps)),
                         gripper_poses(interpolate(made.right, steps))]  # fmt: skip
         self._replans = {r.step: r for r in made.replans}

@@ -372,9 +372,6 @@ class Libero(Benchmark):
     def make_env(self, config: EnvConfig) -> gym.Env[Any, Any]:
         return LiberoTaskEnv(config)
 
-    def features(self, config: EnvConfig) -> dict[str, Feature]:
-        return processors(config).features
-
     def unread_cameras(self, config: EnvConfig, reads: Collection[str]) -> tuple[str, ...]:
         if config.obs not in ("pixels", "lerobot"):
             return ()

@@ -268,9 +268,6 @@ class MetaWorld(Benchmark):
     def make_env(self, config: EnvConfig) -> gym.Env[Any, Any]:
         return MetaWorldTaskEnv(config)
 
-    def features(self, config: EnvConfig) -> dict[str, Feature]:
-        return processors(config).features
-
     def processors(self, config: EnvConfig) -> EnvProcessors:
         return processors(config)
 

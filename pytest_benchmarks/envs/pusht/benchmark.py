@@ -101,9 +101,6 @@ class PushT(Benchmark):
 
         return PushTTaskEnv(config)
 
-    def features(self, config: EnvConfig) -> dict[str, Feature]:
-        return processors(config).features
-
     def processors(self, config: EnvConfig) -> EnvProcessors:
         return processors(config)
 

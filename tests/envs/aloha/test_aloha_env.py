@@ -134,9 +134,11 @@ def test_the_experts_transfer_the_cube_and_insert_the_peg():
             s.seed for s in plan_episodes(ALOHA, ref, SEED, episodes)]  # fmt: skip
 
 
-def test_the_expert_action_is_in_every_layout():
-    env = AlohaTaskEnv(config("AlohaTransferCube-v0", obs="lerobot", image_size=(32, 32),
-                              privileged=True))  # fmt: skip
+@pytest.mark.parametrize("obs", ["state", "pixels", "lerobot"])
+def test_the_expert_action_is_in_every_layout(obs: str):
+    env_config = config("AlohaTransferCube-v0", obs=obs, image_size=(32, 32), privileged=True)
+    assert "expert.action" in processors(env_config).features
+    env = AlohaTaskEnv(env_config)
     try:
         obs, _ = env.reset(seed=SEED)
         first = obs[EXPERT_KEY].copy()
