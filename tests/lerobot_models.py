@@ -25,7 +25,7 @@ OTHER_KINDS: dict[str, Callable[[tuple[int, ...] | None], dict[str, Any]]] = {
     "tdmpc": lambda image: {"latent_dim": 16, "mlp_dim": 32, "image_encoder_hidden_dim": 8,
                             "state_encoder_hidden_dim": 32, "n_gaussian_samples": 16,
                             "n_pi_samples": 4, "n_elites": 4, "cem_iterations": 2, "horizon": 3},
-    "sac": lambda image: {"latent_dim": 32, "shared_encoder": True,
+    "gaussian_actor": lambda image: {"latent_dim": 32, "shared_encoder": True,
                           "vision_encoder_name": None, "image_encoder_hidden_dim": 8},
 }  # fmt: skip
 

@@ -121,6 +121,30 @@ def test_compare_passes_an_unchanged_run_and_fails_a_broken_one(toy_project: pyt
     assert done.stdout.strip().endswith("2 regressed, 0 improved → REGRESSION")
 
 
+def test_version_1_files_without_lerobots_counts_still_compare_and_merge(
+    toy_project: pytest.Pytester,
+):
+    new = session(toy_project, "new")
+    document = read_metrics(new)
+    assert document["schema_version"] == 2
+    document["schema_version"] = 1
+    for level in [*document["per_task"], *document["per_group"].values(), document["overall"]]:
+        for key in ("n_success", "pc_success_ci95"):
+            del level[key]
+    for entry in document["per_task"]:
+        del entry["n_episodes"], entry["pc_success"]
+    old = toy_project.path / "old.json"
+    old.write_text(json.dumps(document))
+    done = cli("compare", old, new)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip().endswith("0 regressed, 0 improved → no regression")
+    document["schema_version"] = 2  # a version 2 file must carry them
+    old.write_text(json.dumps(document))
+    done = cli("compare", old, new)
+    assert done.returncode == 2 and "not a pytest-benchmarks metrics file" in done.stderr
+    assert "n_success" in done.stderr
+
+
 def test_compare_says_when_the_gate_cannot_fail(toy_project: pytest.Pytester):
     """A 2-episode run can lose at most 2 paired episodes (p >= 1/4): the collapse passes, and
     compare says the gate was blind; --gate-power fail makes that the exit status."""

@@ -1,8 +1,11 @@
 """The metrics JSON: building it from TaskResults, writing it atomically, loading and validating.
 
 Besides this project's own keys (``run``, ``policy``, ``results``) it carries the keys LeRobot's
-``eval_info.json`` uses (``per_task``, ``per_group``, ``overall``) so existing dashboards keep
-working. The JSON Schema ships in the package (``metrics/schema/metrics.schema.json``).
+``eval_info.json`` uses (``per_task``, ``per_group``, ``overall``), with the success counts and
+95% Wilson intervals LeRobot writes at every level (``n_episodes``, ``pc_success``,
+``n_success``, ``pc_success_ci95``, in percent), so LeRobot's tooling and existing dashboards
+read it unchanged. The JSON Schema ships in the package (``metrics/schema/metrics.schema.json``);
+it still accepts version 1 files, which lack LeRobot's counts.
 """
 
 from __future__ import annotations
@@ -18,19 +21,30 @@ from pytest_benchmarks.core.files import write_atomic
 from pytest_benchmarks.core.policy import BACKBONE
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult, mean, wilson_interval
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
-def _aggregate(episodes: list[EpisodeRecord]) -> dict[str, Any]:
+def _counts(episodes: list[EpisodeRecord]) -> dict[str, Any]:
+    """Episodes, successes and the success rate with its 95% Wilson interval, in percent, under
+    LeRobot's ``eval_info.json`` names."""
     successes = sum(e.success for e in episodes)
     n = len(episodes)
     return {
+        "n_episodes": n,
+        "pc_success": 100.0 * successes / n if n else None,
+        "n_success": successes,
+        "pc_success_ci95": list(wilson_interval(successes, n)),
+    }
+
+
+def _aggregate(episodes: list[EpisodeRecord]) -> dict[str, Any]:
+    counts = _counts(episodes)
+    return {
         "avg_sum_reward": mean([e.sum_reward for e in episodes]),
         "avg_max_reward": mean([e.max_reward for e in episodes]),
-        "pc_success": 100.0 * successes / n if n else None,
-        "n_episodes": n,
-        "successes": successes,
-        "ci95": list(wilson_interval(successes, n)),
+        **counts,
+        "successes": counts["n_success"],
+        "ci95": counts["pc_success_ci95"],
         "video_paths": [e.video for e in episodes if e.video],
     }
 
@@ -74,6 +88,7 @@ def build_metrics(
                 "task_group": r.task.suite,
                 "task_id": r.task.task_id,
                 "task": r.task.task,
+                **_counts(r.episodes),
                 "metrics": {
                     "sum_rewards": [e.sum_reward for e in r.episodes],
                     "max_rewards": [e.max_reward for e in r.episodes],

@@ -27,6 +27,7 @@ give LeRobot's layouts (``LiberoProcessorStep``'s result for LIBERO), as the par
 from __future__ import annotations
 
 import copy
+import re
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -56,6 +57,22 @@ class LeRobotLoadError(ValueError):
 
 def is_image(name: str) -> bool:
     return name == SINGLE_IMAGE or name.startswith(IMAGE_PREFIX)
+
+
+def versions(folder: Path) -> str:
+    """The LeRobot installed, and the one that saved the checkpoint where it says so: the
+    model card LeRobot writes on a push (``| LeRobot version | 0.6.1 |`` in its README.md)."""
+    from importlib import metadata
+
+    installed = f"installed: LeRobot {metadata.version('lerobot')}"
+    try:
+        card = (folder / "README.md").read_text(errors="replace")
+    except OSError:
+        card = ""
+    saved = re.search(r"^\|\s*LeRobot version\s*\|\s*([^|\s]+)\s*\|", card, re.MULTILINE)
+    if saved:
+        return f"saved with LeRobot {saved.group(1)}, {installed}"
+    return f"{installed}; the checkpoint does not say which LeRobot saved it"
 
 
 def policy_view(features: dict[str, Feature]) -> dict[str, Feature]:
@@ -159,7 +176,10 @@ class LeRobotPolicy:
             policy_config = PreTrainedConfig.from_pretrained(folder)
             policy_config.device = device
         except Exception as exc:
-            raise LeRobotLoadError(f"{name}: not a LeRobot checkpoint ({one_line(exc)})") from None
+            raise LeRobotLoadError(
+                f"{name}: not a LeRobot checkpoint, or one this LeRobot cannot read: "
+                f"{folder / 'config.json'} ({one_line(exc)}); {versions(folder)}"
+            ) from None
         try:
             vlm = backbone.resolve(policy_config, name)
         except backbone.BackboneError as exc:
@@ -181,6 +201,9 @@ class LeRobotPolicy:
                 folder, config=policy_config
             )
             policy.to(device).eval()
+        except Exception as exc:
+            raise LeRobotLoadError(f"{name}: cannot load ({one_line(exc)})") from None
+        try:
             pre, post = make_pre_post_processors(
                 policy_config,
                 pretrained_path=str(folder),
@@ -192,7 +215,11 @@ class LeRobotPolicy:
                 },
             )
         except Exception as exc:
-            raise LeRobotLoadError(f"{name}: cannot load ({one_line(exc)})") from None
+            files = ", ".join(str(folder / f"policy_{p}processor.json") for p in ("pre", "post"))
+            raise LeRobotLoadError(
+                f"{name}: processors this LeRobot cannot read: {files} ({one_line(exc)}); "
+                f"{versions(folder)}"
+            ) from None
         action_space = config.action_space
         return cls(
             policy, (pre, post), identity, device, num_envs,

@@ -53,17 +53,29 @@ def hub_snapshot(
     """Download (or find in the local cache) ``REPO_ID[@REVISION]``: (folder, repo id, commit).
 
     Goes through huggingface_hub, so its cache (HF_HOME, HF_HUB_CACHE), HF_HUB_OFFLINE and
-    revisions behave as anywhere else. ``allow_patterns``: only the files that match.
+    revisions behave as anywhere else. ``allow_patterns``: only the files that match. Offline,
+    the cache alone is asked (huggingface_hub 1.x would otherwise list a commit's files on the
+    Hub even with HF_HUB_OFFLINE=1).
     """
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+    from huggingface_hub import constants, snapshot_download
+    from huggingface_hub.errors import (
+        HfHubHTTPError,
+        LocalEntryNotFoundError,
+        OfflineModeIsEnabled,
+    )
 
     repo_id, _, revision = argument.partition("@")
+    offline = constants.is_offline_mode()
     try:
         folder = Path(
-            snapshot_download(repo_id, revision=revision or None, allow_patterns=allow_patterns)
+            snapshot_download(
+                repo_id,
+                revision=revision or None,
+                allow_patterns=allow_patterns,
+                local_files_only=offline,
+            )
         )
-    except LocalEntryNotFoundError:
+    except (LocalEntryNotFoundError, OfflineModeIsEnabled):
         raise PolicySourceError(
             f"{label or 'hub:' + argument}: not in the local Hub cache, and the Hub cannot be "
             "reached (offline, or HF_HUB_OFFLINE=1); download it once online or point "

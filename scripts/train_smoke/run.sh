@@ -53,7 +53,7 @@ train() {  # train DIR STEPS: a small ACT (no pretrained backbone: nothing is do
     --policy.chunk_size="$chunk" --policy.n_action_steps="$chunk" --policy.dim_model=128 \
     --policy.dim_feedforward=512 --policy.n_encoder_layers=2 --policy.n_decoder_layers=1 \
     --policy.optimizer_lr=1e-3 --batch_size=32 --steps="$2" --save_freq="$2" --log_freq=250 \
-    --eval_freq=0 --num_workers=0 --seed=1 --wandb.enable=false --output_dir="$out/train-$1"
+    --env_eval_freq=0 --num_workers=0 --seed=1 --wandb.enable=false --output_dir="$out/train-$1"
 }
 
 evaluate() {  # evaluate TESTS DIR EPISODES ARGS...: the checkpoint on held-out scenes

@@ -45,6 +45,11 @@ def test_ids_metrics_and_summary(toy_project: pytest.Pytester):
     assert document["overall"]["n_episodes"] == 10
     assert document["per_group"]["corridor"]["pc_success"] == 100.0
     assert document["per_task"][1]["metrics"]["successes"] == [True] * 5
+    # LeRobot's eval_info.json counts at every level (its Wilson interval, in percent).
+    for level, n, low in ((document["overall"], 10, 72.25), (document["per_group"]["corridor"],
+                          10, 72.25), (document["per_task"][1], 5, 56.55)):  # fmt: skip
+        assert (level["n_episodes"], level["n_success"], level["pc_success"]) == (n, n, 100.0)
+        assert level["pc_success_ci95"] == [pytest.approx(low, abs=0.01), 100.0]
 
 
 def test_results_do_not_depend_on_batch_size_or_workers(toy_project: pytest.Pytester):

@@ -203,13 +203,47 @@ def test_load_errors_are_one_line(pytester: pytest.Pytester, tmp_path: Path):
     (broken / "config.json").write_text(json.dumps(["not", "a", "config"]))
     result = run_policy(pytester, broken)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([f"*lerobot:{broken.resolve()}: not a LeRobot checkpoint (*"])
+    result.stdout.fnmatch_lines([f"*lerobot:{broken.resolve()}: not a LeRobot checkpoint, or *"])
     assert "Traceback" not in result.stdout.str()
     absent = pytester.runpytest_subprocess("--benchmark-policy=lerobot:./absent/model")
     assert absent.ret == pytest.ExitCode.USAGE_ERROR
     absent.stderr.fnmatch_lines(
         ["ERROR: --benchmark-policy: lerobot:./absent/model: no such directory"]
     )
+
+
+def test_a_checkpoint_this_lerobot_cannot_read_names_its_file_and_versions(
+    pytester: pytest.Pytester, tmp_path: Path
+):
+    """A config field this LeRobot does not know (a checkpoint from another LeRobot) and a
+    processor step it does not have: one line naming the file and both versions."""
+    from importlib import metadata
+
+    installed = metadata.version("lerobot")
+    inputs = {"observation.state": (4,), "observation.image": (3, IMAGE, IMAGE)}
+    other = lerobot_models.checkpoint("act", tmp_path / "other", inputs, action_dim=4)
+    config = json.loads((other / "config.json").read_text())
+    (other / "config.json").write_text(json.dumps({**config, "a_field_of_another_version": 1}))
+    (other / "README.md").write_text("| Field | Value |\n|---|---|\n| LeRobot version | 0.9.0 |\n")
+    result = run_policy(pytester, other, "--benchmark-obs=lerobot")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        f"*lerobot:{other.resolve()}: not a LeRobot checkpoint, or one this LeRobot cannot read: "
+        f"{other.resolve() / 'config.json'} (*a_field_of_another_version*); saved with LeRobot "
+        f"0.9.0, installed: LeRobot {installed}"
+    ])  # fmt: skip
+    steps = lerobot_models.checkpoint("act", tmp_path / "steps", inputs, action_dim=4)
+    pre = json.loads((steps / "policy_preprocessor.json").read_text())
+    pre["steps"][-1]["registry_name"] = "a_step_of_another_version"
+    (steps / "policy_preprocessor.json").write_text(json.dumps(pre))
+    result = run_policy(pytester, steps, "--benchmark-obs=lerobot")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        f"*lerobot:{steps.resolve()}: processors this LeRobot cannot read: "
+        f"{steps.resolve() / 'policy_preprocessor.json'}, *(*a_step_of_another_version*); "
+        f"installed: LeRobot {installed}; the checkpoint does not say which LeRobot saved it"
+    ])  # fmt: skip
+    assert "Traceback" not in result.stdout.str()
 
 
 def test_libero_pixels(tmp_path: Path):

@@ -1,10 +1,12 @@
-"""LeRobot's other policy types that build offline (VQ-BeT, TD-MPC, SAC), random weights, saved
-with their processors: each runs through ``lerobot:DIR`` on Meta-World (LeRobot's layout), with the same
-per-episode records at batch sizes 1 and 2 (TD-MPC plans with sampled noise and SAC samples its
-actions: each slot's own RNG keeps them independent of the batch)."""
+"""LeRobot's other policy types that build offline (VQ-BeT, TD-MPC, the Gaussian actor that was
+SAC's), random weights, saved with their processors: each runs through ``lerobot:DIR`` on
+Meta-World (LeRobot's layout), with the same per-episode records at batch sizes 1 and 2 (TD-MPC
+plans with sampled noise and the Gaussian actor samples its actions: each slot's own RNG keeps
+them independent of the batch); and the manual's table of types is LeRobot's own list."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ lerobot_models.preload()
 
 SIZE = 48
 #: LeRobot's Meta-World layout: TD-MPC reads its image only under ``observation.image``
-#: (another name fails inside LeRobot 0.4.4's TD-MPC with a KeyError).
+#: (another name fails inside LeRobot's TD-MPC with a KeyError).
 INPUTS = {"observation.state": (4,), "observation.image": (3, SIZE, SIZE)}
 RUN = {"tasks": ["reach-v3"], "episodes": 2, "max_steps": 6, "obs": "lerobot",
        "image_size": SIZE, "device": "cpu", "sync": True}  # fmt: skip
@@ -39,3 +41,14 @@ def test_runs_with_records_independent_of_the_batch_size(kind: str, tmp_path: Pa
     # The two episodes differ: the comparison is of real trajectories.
     assert len({rec[5] for rec in records(runs[0])}) == 2
     assert runs[0].results[0].policy["source"] == "lerobot"
+
+
+def test_the_manuals_table_has_a_row_for_every_type_lerobot_registers():
+    import lerobot.policies  # noqa: F401  (registers every type's config)
+    from lerobot.configs.policies import PreTrainedConfig
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "policies.md").read_text()
+    table = text.split("## LeRobot policy types", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| ([a-z0-9_, ]+) \|", table, re.MULTILINE)
+    named = sorted(t.strip() for row in rows for t in row.split(",") if t.strip() != "type")
+    assert named == sorted(PreTrainedConfig.get_known_choices())

@@ -2,8 +2,9 @@
 the same observations and actions, step for step, through this harness (``lerobot`` layout) and
 through LeRobot's env wrapper and ``lerobot_eval.rollout``.
 
-Both sides run unmodified code; the LeRobot side is only told which goal variation to start from
-(``set_task``), the harness's episode's initial state, and how many steps to take.
+Both sides run unmodified code, LeRobot's envs built through their constructors and reset by
+the rollout; the LeRobot side is only told the episode's seed (Meta-World's scene follows it in
+LeRobot 0.6), LIBERO's initial state, and how many steps to take.
 """
 
 from __future__ import annotations
@@ -93,35 +94,35 @@ def harness(folder: Path, task_name: str, episode: int) -> dict[str, Any]:
     return seen
 
 
-def lerobot(folder: Path, task_name: str, init_state: int, seed: int) -> dict[str, Any]:
-    """The same episode through LeRobot's MetaworldEnv and lerobot-eval's rollout."""
+def lerobot(folder: Path, task_name: str, seed: int) -> dict[str, Any]:
+    """The same episode through LeRobot's MetaworldEnv and lerobot-eval's rollout: the env
+    built through its constructor and reset by the rollout, as ``create_metaworld_envs`` builds
+    it, its step limit set by gymnasium's TimeLimit (read by the rollout as the env's own)."""
     import gymnasium as gym
-    import metaworld
+    from gymnasium.wrappers import TimeLimit
     from lerobot.configs.policies import PreTrainedConfig
+    from lerobot.envs.configs import MetaworldEnv as MetaworldConfig
+    from lerobot.envs.factory import make_env_pre_post_processors
     from lerobot.envs.metaworld import MetaworldEnv
     from lerobot.policies.factory import get_policy_class, make_pre_post_processors
-    from lerobot.processor.pipeline import PolicyProcessorPipeline
     from lerobot.scripts.lerobot_eval import rollout
 
-    def make() -> MetaworldEnv:
-        env = MetaworldEnv(task=task_name, obs_type="pixels_agent_pos")
-        env._env.set_task(metaworld.MT1(task_name, seed=SEED).train_tasks[init_state])
-        env._max_episode_steps = STEPS
-        return env
-
-    vector = gym.vector.SyncVectorEnv([make])
+    env_config = MetaworldConfig(task=f"metaworld-{task_name}", obs_type="pixels_agent_pos")
+    vector = gym.vector.SyncVectorEnv(
+        [lambda: TimeLimit(MetaworldEnv(task=env_config.task, **env_config.gym_kwargs), STEPS)]
+    )
     config = PreTrainedConfig.from_pretrained(folder)
     config.device = "cpu"
     policy = get_policy_class(config.type).from_pretrained(folder, config=config).eval()
     pre, post = make_pre_post_processors(config, pretrained_path=str(folder))
-    identity = PolicyProcessorPipeline(steps=[])
+    env_pre, env_post = make_env_pre_post_processors(env_config, config)
     tokens: list[Any] = []
     torch.manual_seed(seed)  # the harness seeds each episode's torch RNG with its seed
     out = rollout(
-        vector, policy, identity, PolicyProcessorPipeline(steps=[]), recording(pre, tokens),
-        post, seeds=[seed], return_observations=True,
+        vector, policy, env_pre, env_post, recording(pre, tokens), post, seeds=[seed],
+        return_observations=True,
     )  # fmt: skip
-    description = vector.envs[0].task_description
+    description = vector.call("task_description")[0]
     vector.close()
     steps = out["action"].shape[1]
     observations = [
@@ -138,7 +139,7 @@ def test_metaworld_matches_lerobot_eval_step_for_step(
     inputs = {"observation.state": (4,), "observation.image": (3, SIZE, SIZE)}
     folder = build(kind, tmp_path / kind, inputs, 4, request)
     ours = harness(folder, "reach-v3", episode=3)
-    theirs = lerobot(folder, "reach-v3", ours["init_state"], ours["seed"])
+    theirs = lerobot(folder, "reach-v3", ours["seed"])
     assert len(ours["raw_action"]) == len(theirs["action"]) == STEPS
     for step, (mine, other) in enumerate(
         zip(ours["observation"], theirs["observation"], strict=True)
@@ -166,7 +167,7 @@ def assert_same_tokens(kind: str, ours: list[Any], theirs: list[Any]) -> None:
 LIBERO_SIZE = 64
 
 
-@pytest.mark.parametrize("kind", ["act", "smolvla"])
+@pytest.mark.parametrize("kind", [*lerobot_models.KINDS, "smolvla"])
 def test_libero_matches_lerobot_eval_step_for_step(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ):

@@ -9,7 +9,9 @@ the episodes reach: ``metaworld_goals``).
 ``--benchmark-obs=lerobot`` gives the observations of LeRobot's own Meta-World wrapper
 (``lerobot.envs.metaworld``): the corner2 camera moved to LeRobot's position and turned by 180
 degrees as ``observation.image``, the first 4 state entries (hand position and gripper) as
-``observation.state``, and LeRobot's task descriptions.
+``observation.state``, and LeRobot's task descriptions. Its scenes are LeRobot 0.6's too: the
+object and goal positions drawn from the episode's seed (Meta-World's ``seeded_rand_vec``), so
+episode *i* with seed *s* is ``lerobot-eval``'s episode with seed *s*.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ class MetaWorldTaskEnv(gym.Env[np.ndarray, np.ndarray]):
         self._frame: np.ndarray | None = None
         self._current: Callable[[], None] = lambda: None  # makes this env's GL context current
         self._env = metaworld.env_dict.ALL_V3_ENVIRONMENTS[name](**render)
+        #: LeRobot's layout draws each scene from the reset's seed, as LeRobot's wrapper does.
+        self._seeded_scene = config.obs == "lerobot"
         if config.obs == "lerobot":
             self._env.model.cam_pos[self._env.model.camera(CAMERA).id] = LEROBOT_CAMERA_POS
         if render:
@@ -92,8 +96,11 @@ class MetaWorldTaskEnv(gym.Env[np.ndarray, np.ndarray]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        goal = int((options or {}).get("init_state", 0))
+        goal = 0 if self._seeded_scene else int((options or {}).get("init_state", 0))
         self._env.set_task(self._goals[goal])
+        if self._seeded_scene:  # the positions come from the seeded RNG, not the task
+            self._env._freeze_rand_vec = False
+            self._env.seeded_rand_vec = True
         if seed is not None:
             self._env.seed(seed)
         obs, _ = self._env.reset()
@@ -260,6 +267,8 @@ class MetaWorld(Benchmark):
         return MAX_STEPS
 
     def init_state(self, task: TaskRef, episode: int) -> int:
+        """The goal variation (``state`` and ``pixels``); LeRobot's layout draws its scene
+        from the episode's seed instead, as LeRobot 0.6's wrapper does."""
         return episode % N_GOALS
 
     def spaces(self, config: EnvConfig) -> tuple[gym.Space[Any], gym.Space[Any]]:
