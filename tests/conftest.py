@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import TOY_CONFTEST, TOY_TESTS, fill_up
+from helpers import TOY_CONFTEST, TOY_TESTS, fill_up, hub_cache
 
 
 @pytest.fixture
@@ -60,3 +60,25 @@ def vlm_backbone(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import lerobot_models
 
     return lerobot_models.backbone(tmp_path_factory.mktemp("vlm"))
+
+
+@pytest.fixture(scope="session")
+def pi_hub_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Hub cache holding the pi0 family's tokenizer (lerobot_models.pi_tokenizer), built once."""
+    pytest.importorskip("lerobot.policies.pi0", reason="LeRobot is not installed")
+    import lerobot_models
+
+    root = tmp_path_factory.mktemp("pi-hub")
+    folder = lerobot_models.pi_tokenizer(root / "tokenizer")
+    hub_cache(root / "hub", lerobot_models.PI_TOKENIZER, folder, "0" * 40)
+    return root / "hub"
+
+
+@pytest.fixture
+def offline_pi_tokenizer(pi_hub_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process as under ``HF_HUB_CACHE=<pi_hub_cache> HF_HUB_OFFLINE=1``: what
+    huggingface_hub read from those variables when it was imported, set anew."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(pi_hub_cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)

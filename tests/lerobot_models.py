@@ -7,7 +7,8 @@ make normalisation and unnormalisation change the numbers, as a trained checkpoi
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,10 @@ import numpy as np
 import torch
 
 KINDS = ("act", "diffusion")
+#: The pi0 family that builds here (pi0-fast's FAST action tokenizer is remote code on the Hub).
+PI_KINDS = ("pi0", "pi05")
+#: The tokenizer the pi0 family's pre-processor loads by name (from the Hub cache, offline).
+PI_TOKENIZER = "google/paligemma-3b-pt-224"
 #: The other LeRobot types that build offline, each with settings that fit a small image.
 OTHER_KINDS: dict[str, Callable[[tuple[int, ...] | None], dict[str, Any]]] = {
     "vqbet": lambda image: {
@@ -32,17 +37,25 @@ OTHER_KINDS: dict[str, Callable[[tuple[int, ...] | None], dict[str, Any]]] = {
 
 def preload() -> None:
     """Import LeRobot's modules once, at collection: pytester unloads what a test imports, and
-    LeRobot's config classes cannot register themselves a second time."""
+    LeRobot's config classes cannot register themselves a second time (transformers 5 also looks
+    its model classes' modules up in ``sys.modules``)."""
     import lerobot.configs.policies
     import lerobot.envs.utils
     import lerobot.policies.act.modeling_act
     import lerobot.policies.diffusion.modeling_diffusion
     import lerobot.policies.factory
+    import lerobot.policies.pi0.modeling_pi0
+    import lerobot.policies.pi05.modeling_pi05
     import lerobot.policies.smolvla.modeling_smolvla
     import lerobot.policies.smolvla.processor_smolvla
     import lerobot.processor.env_processor
     import lerobot.processor.pipeline
     import lerobot.utils.constants  # noqa: F401
+    import transformers.models.gemma.modeling_gemma
+    import transformers.models.llama.modeling_llama
+    import transformers.models.paligemma.modeling_paligemma
+    import transformers.models.siglip.modeling_siglip
+    import transformers.models.smolvlm.modeling_smolvlm  # noqa: F401
 
 
 #: SmolVLM2's own extra special tokens: SmolVLA reads the ids of the first and third.
@@ -102,6 +115,63 @@ def backbone(folder: Path) -> Path:
     return folder
 
 
+@contextmanager
+def small_pi(kind: str) -> Iterator[None]:
+    """The pi0 family at a CPU test's size, through LeRobot's own config code: its
+    ``get_gemma_config`` (the PaliGemma and action-expert variants, ``gemma_300m`` at its
+    smallest, 1.6 B parameters) answers a one-layer Gemma of width 64 (8 heads of 8, as its
+    attention code expects), and the SigLIP tower PaliGemma builds is one layer of width 32,
+    projecting to that width. Active while a checkpoint is built and while it is loaded."""
+    import importlib
+
+    module: Any = importlib.import_module(f"lerobot.policies.{kind}.modeling_{kind}")
+    gemma, paligemma = module.get_gemma_config, module.PaliGemmaForConditionalGenerationWithPiGemma
+
+    def small_gemma(variant: str) -> Any:
+        gemma(variant)  # a variant LeRobot knows, or its error
+        return module.GemmaConfig(
+            width=64, depth=1, mlp_dim=128, num_heads=8, num_kv_heads=1, head_dim=8
+        )
+
+    def small_paligemma(config: Any) -> Any:
+        vision = config.vision_config
+        vision.hidden_size, vision.intermediate_size, vision.num_hidden_layers = 32, 64, 1
+        vision.num_attention_heads, vision.projection_dim = 2, config.text_config.hidden_size
+        return paligemma(config=config)
+
+    module.get_gemma_config = small_gemma
+    module.PaliGemmaForConditionalGenerationWithPiGemma = small_paligemma
+    try:
+        yield
+    finally:
+        module.get_gemma_config = gemma
+        module.PaliGemmaForConditionalGenerationWithPiGemma = paligemma
+
+
+def pi_tokenizer(folder: Path) -> Path:
+    """A PaliGemma-style tokenizer (byte-level BPE with PaliGemma's special tokens) and
+    PaliGemma's config, as the Hub's ``google/paligemma-3b-pt-224`` holds them."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PaliGemmaConfig, PreTrainedTokenizerFast
+
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, special_tokens=["<pad>", "<eos>", "<bos>", "<unk>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )  # fmt: skip
+    corpus = ["pick up the black bowl between the plate and the ramekin and place it on the plate",
+              "Task: reach, State: 1 2 3;\nAction: "]  # fmt: skip
+    bpe.train_from_iterator(corpus, trainer)
+    PreTrainedTokenizerFast(
+        tokenizer_object=bpe, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>",
+        unk_token="<unk>", model_max_length=512,
+    ).save_pretrained(folder)  # fmt: skip
+    PaliGemmaConfig().save_pretrained(folder)
+    return folder
+
+
 def _stats(features: dict[str, tuple[int, ...]], seed: int) -> dict[str, dict[str, np.ndarray]]:
     rng = np.random.default_rng(seed)
     stats = {}
@@ -109,7 +179,9 @@ def _stats(features: dict[str, tuple[int, ...]], seed: int) -> dict[str, dict[st
         stat_shape = (shape[0], 1, 1) if len(shape) == 3 else shape
         mean = rng.uniform(-0.5, 0.5, stat_shape).astype(np.float32)
         std = rng.uniform(0.2, 2.0, stat_shape).astype(np.float32)
-        stats[name] = {"mean": mean, "std": std, "min": mean - 2 * std, "max": mean + 2 * std}
+        low, high = mean - 2 * std, mean + 2 * std
+        # The 1st and 99th percentiles: pi0.5 normalises with quantiles.
+        stats[name] = {"mean": mean, "std": std, "min": low, "max": high, "q01": low, "q99": high}
     return stats
 
 
@@ -120,8 +192,8 @@ def build(
     seed: int = 0,
     **overrides: object,
 ) -> torch.nn.Module:
-    """An ACT, Diffusion or SmolVLA policy for ``inputs`` (images CHW), small enough for a CPU
-    unless ``overrides`` (config fields) say otherwise."""
+    """An ACT, Diffusion, SmolVLA, pi0-family or other policy for ``inputs`` (images CHW),
+    small enough for a CPU unless ``overrides`` (config fields) say otherwise."""
     from lerobot.configs.types import FeatureType, PolicyFeature
 
     def feature(name: str, shape: tuple[int, ...]) -> PolicyFeature:
@@ -179,6 +251,18 @@ def build(
             **{**small, **overrides},
         )
         return SmolVLAPolicy(config)
+    if kind in PI_KINDS:  # inside small_pi(kind), with the tokenizer in the Hub cache
+        from lerobot.policies.factory import get_policy_class, make_policy_config
+
+        small = dict(
+            paligemma_variant="gemma_300m", action_expert_variant="gemma_300m", dtype="float32",
+            chunk_size=4, n_action_steps=4, num_inference_steps=2,
+        )  # fmt: skip
+        config = make_policy_config(
+            kind, input_features=features, output_features=action, device="cpu",
+            **{**small, **overrides},
+        )  # fmt: skip
+        return get_policy_class(kind)(config)
     if kind in OTHER_KINDS:
         from lerobot.policies.factory import get_policy_class, make_policy_config
 
@@ -190,7 +274,7 @@ def build(
         )  # fmt: skip
         return get_policy_class(kind)(config)
     raise ValueError(
-        f"unknown kind {kind!r}; valid: {', '.join([*KINDS, 'smolvla', *OTHER_KINDS])}"
+        f"unknown kind {kind!r}; valid: {', '.join([*KINDS, 'smolvla', *PI_KINDS, *OTHER_KINDS])}"
     )
 
 
@@ -206,7 +290,15 @@ def save(policy: torch.nn.Module, directory: Path, seed: int = 0,
     stats = _stats(shapes, seed)
     if action_scale is not None:
         mean, std = (np.full(shapes["action"], v, dtype=np.float32) for v in action_scale)
-        stats["action"] = {"mean": mean, "std": std, "min": mean - 2 * std, "max": mean + 2 * std}
+        low, high = mean - 2 * std, mean + 2 * std
+        stats["action"] = {
+            "mean": mean,
+            "std": std,
+            "min": low,
+            "max": high,
+            "q01": low,
+            "q99": high,
+        }
     pre, post = make_pre_post_processors(config, dataset_stats=stats)
     directory.mkdir(parents=True, exist_ok=True)
     policy.save_pretrained(directory)

@@ -1,11 +1,12 @@
-"""pi0 on this machine's CPU, random weights: parameters, build time, peak RSS, one chunk.
+"""The pi0 family on this machine's CPU, random weights: parameters, build time, peak RSS, chunks.
 
-LeRobot 0.4 refuses to build pi0, pi0.5 and pi0-fast with the transformers on PyPI: it checks
-for a patched transformers (``transformers.models.siglip.check``) that its ``pi`` extra installs
-from GitHub. To size the model anyway, this script stands in for that check, builds pi0 with
-LeRobot's own classes, and then tries one ``select_action`` on a 224x224 camera, an 8-D state
-and 48 language tokens. With stock transformers the forward pass fails (the patch changes the
-attention code), and the script says so: the figures of a real chunk need the patched build.
+LeRobot 0.6's ``pi`` extra builds pi0 and pi0.5 with PyPI's transformers (its own Gemma code,
+``lerobot.policies.pi_gemma``). This script builds one at a real size with LeRobot's own classes
+(the PaliGemma backbone ``gemma_2b``, LeRobot's default, or ``gemma_300m``; the action expert
+``gemma_300m``), and times ``predict_action_chunk`` (a whole chunk: ``num_inference_steps``
+flow-matching steps) on a 224x224 camera, an 8-D state and 48 language tokens, three times; the
+median is reported. LeRobot 0.6.1 accepts a ``gemma_300m`` backbone but cannot run it: its
+SigLIP projection is fixed at 2048 wide, ``gemma_2b``'s width, so the script says so then.
 
     python benchmarks/perf/pi0_cpu.py [--variant gemma_300m|gemma_2b] [--type pi0|pi05]
 """
@@ -14,20 +15,8 @@ from __future__ import annotations
 
 import argparse
 import resource
-import sys
+import statistics
 import time
-import types
-from typing import Any
-
-
-def stand_in_check() -> None:
-    """The module LeRobot imports to check for its patched transformers, saying yes."""
-    check: Any = types.ModuleType("transformers.models.siglip.check")
-    check.check_whether_transformers_replace_is_installed_correctly = lambda: True
-    sys.modules["transformers.models.siglip.check"] = check
-    import transformers.models.siglip as siglip
-
-    siglip.check = check  # type: ignore[attr-defined]
 
 
 def peak_rss_gb() -> float:
@@ -37,9 +26,8 @@ def peak_rss_gb() -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--type", default="pi0", choices=["pi0", "pi05"])
-    parser.add_argument("--variant", default="gemma_300m", choices=["gemma_300m", "gemma_2b"])
+    parser.add_argument("--variant", default="gemma_2b", choices=["gemma_300m", "gemma_2b"])
     args = parser.parse_args()
-    stand_in_check()
     import torch
     from lerobot.configs.policies import PreTrainedConfig
     from lerobot.configs.types import FeatureType, PolicyFeature
@@ -55,6 +43,8 @@ def main() -> None:
         output_features={"action": PolicyFeature(type=FeatureType.ACTION, shape=(7,))},
         device="cpu",
         paligemma_variant=args.variant,
+        action_expert_variant="gemma_300m",
+        dtype="float32",
     )
     policy = get_policy_class(args.type)(config).eval()
     built = time.perf_counter() - started
@@ -70,16 +60,20 @@ def main() -> None:
         "observation.language.tokens": torch.randint(0, 1000, (1, 48)),
         "observation.language.attention_mask": torch.ones(1, 48, dtype=torch.bool),
     }
-    started = time.perf_counter()
-    try:
-        with torch.inference_mode():
-            policy.select_action(batch)
-    except RuntimeError as exc:
-        print(f"one chunk: fails with stock transformers ({str(exc).splitlines()[0]})")
-        return
+    seconds = []
+    with torch.inference_mode():
+        for _ in range(3):
+            started = time.perf_counter()
+            try:
+                policy.predict_action_chunk(batch)
+            except RuntimeError as exc:
+                print(f"one chunk: fails in LeRobot ({str(exc).splitlines()[0]})")
+                return
+            seconds.append(time.perf_counter() - started)
+    each = ", ".join(f"{s:.1f}" for s in seconds)
     print(
-        f"one chunk ({config.n_action_steps} steps): {time.perf_counter() - started:.1f} s, "
-        f"peak RSS {peak_rss_gb():.1f} GB"
+        f"one chunk ({config.chunk_size} actions, {config.num_inference_steps} flow steps): "
+        f"median {statistics.median(seconds):.1f} s of 3 ({each}), peak RSS {peak_rss_gb():.1f} GB"
     )
 
 

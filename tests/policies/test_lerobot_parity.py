@@ -9,6 +9,8 @@ LeRobot 0.6), LIBERO's initial state, and how many steps to take.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -52,11 +54,21 @@ def recording(pipeline: Any, tokens: list[Any]) -> Any:
 
 def build(kind: str, folder: Path, inputs: dict[str, tuple[int, ...]], action_dim: int,
           request: pytest.FixtureRequest) -> Path:  # fmt: skip
-    """A checkpoint of ``kind``; SmolVLA's on the tiny local backbone."""
+    """A checkpoint of ``kind``; SmolVLA's on the tiny local backbone, the pi0 family's with its
+    tokenizer from a Hub cache, offline (and built and loaded inside ``small_pi``)."""
     extra = {}
     if kind == "smolvla":
         extra["vlm_model_name"] = str(request.getfixturevalue("vlm_backbone"))
+    if kind in lerobot_models.PI_KINDS:
+        request.getfixturevalue("offline_pi_tokenizer")
     return lerobot_models.checkpoint(kind, folder, inputs, action_dim=action_dim, **extra)
+
+
+@contextmanager
+def sized(kind: str) -> Iterator[None]:
+    """The pi0 family at its test size (``lerobot_models.small_pi``); others as they are."""
+    with lerobot_models.small_pi(kind) if kind in lerobot_models.PI_KINDS else nullcontext():
+        yield
 
 
 def harness(folder: Path, task_name: str, episode: int) -> dict[str, Any]:
@@ -155,8 +167,9 @@ def test_metaworld_matches_lerobot_eval_step_for_step(
 
 
 def assert_same_tokens(kind: str, ours: list[Any], theirs: list[Any]) -> None:
-    """SmolVLA tokenizes the task at every step: the same tokens on both sides."""
-    if kind != "smolvla":
+    """SmolVLA and the pi0 family tokenize the task at every step: the same tokens on both
+    sides."""
+    if kind not in ("smolvla", *lerobot_models.PI_KINDS):
         assert ours == theirs == []
         return
     assert len(ours) == len(theirs) == STEPS
@@ -167,20 +180,25 @@ def assert_same_tokens(kind: str, ours: list[Any], theirs: list[Any]) -> None:
 LIBERO_SIZE = 64
 
 
-@pytest.mark.parametrize("kind", [*lerobot_models.KINDS, "smolvla"])
+@pytest.mark.parametrize("kind", [*lerobot_models.KINDS, "smolvla", *lerobot_models.PI_KINDS])
 def test_libero_matches_lerobot_eval_step_for_step(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ):
+    with sized(kind):
+        libero_parity(kind, tmp_path, request)
+
+
+def libero_parity(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     import gymnasium as gym
 
     from pytest_benchmarks.envs.libero.setup import prepare
 
     prepare()  # LIBERO's config.yaml, so that importing libero.libero never prompts
     from lerobot.configs.policies import PreTrainedConfig
+    from lerobot.envs.configs import LiberoEnv as LiberoConfig
+    from lerobot.envs.factory import make_env_pre_post_processors
     from lerobot.envs.libero import LiberoEnv
     from lerobot.policies.factory import get_policy_class, make_pre_post_processors
-    from lerobot.processor.env_processor import LiberoProcessorStep
-    from lerobot.processor.pipeline import PolicyProcessorPipeline
     from lerobot.scripts.lerobot_eval import rollout
     from libero.libero import benchmark as libero_benchmark
 
@@ -227,14 +245,16 @@ def test_libero_matches_lerobot_eval_step_for_step(
         observation_height=LIBERO_SIZE, episode_index=episode.init_state,
     )])  # fmt: skip
     theirs: list[dict[str, Any]] = []
-    env_step = PolicyProcessorPipeline(steps=[LiberoProcessorStep()])
+    lerobot_config = PreTrainedConfig.from_pretrained(folder)
+    lerobot_config.device = "cpu"
+    env_step, env_post = make_env_pre_post_processors(
+        LiberoConfig(task="libero_spatial"), lerobot_config
+    )
 
     def recording_env_preprocessor(observation: dict[str, Any]) -> dict[str, Any]:
         theirs.append(env_step(observation))
         return theirs[-1]
 
-    lerobot_config = PreTrainedConfig.from_pretrained(folder)
-    lerobot_config.device = "cpu"
     lerobot_policy = get_policy_class(lerobot_config.type).from_pretrained(
         folder, config=lerobot_config
     ).eval()  # fmt: skip
@@ -242,8 +262,8 @@ def test_libero_matches_lerobot_eval_step_for_step(
     tokens: list[Any] = []
     torch.manual_seed(episode.seed)
     out = rollout(
-        vector, lerobot_policy, recording_env_preprocessor, PolicyProcessorPipeline(steps=[]),
-        recording(pre, tokens), post, seeds=[episode.seed],
+        vector, lerobot_policy, recording_env_preprocessor, env_post, recording(pre, tokens),
+        post, seeds=[episode.seed],
     )  # fmt: skip
     assert vector.envs[0].task_description == task.description
     vector.close()
