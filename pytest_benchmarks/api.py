@@ -26,21 +26,27 @@ from pytest_benchmarks.core.benchmark import Benchmark
 from pytest_benchmarks.core.features import Feature
 from pytest_benchmarks.core.files import parts_dir
 from pytest_benchmarks.core.policy import Policy
+from pytest_benchmarks.core.policy_spec import PolicySpec
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.selection import select
-from pytest_benchmarks.core.settings import DEFAULT_EPISODES, DEFAULT_SEED
+from pytest_benchmarks.core.settings import DEFAULT_EPISODES, DEFAULT_SEED, OPTIONS
 from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.engine.dataset import DatasetSummary, build_dataset
 from pytest_benchmarks.engine.evaluation import evaluate_task
 from pytest_benchmarks.engine.recording import recorder_for
-from pytest_benchmarks.engine.vector import LazyVectorEnv, auto_batch_size
+from pytest_benchmarks.engine.vector import LazyVectorEnv, slots_for
 from pytest_benchmarks.metrics import run_info
 from pytest_benchmarks.metrics.document import build_metrics, write_metrics
 from pytest_benchmarks.metrics.resume import carry_on, finished, load_resumable, plan_task
 from pytest_benchmarks.policies import make_policy
+from pytest_benchmarks.policies.declared import with_declared_images
 
 #: A policy object, a spec (``--benchmark-policy`` syntax) or a factory (config, num_envs).
 PolicyLike = Policy | str | Callable[[EnvConfig, int], Policy]
+
+#: ``evaluate``'s keywords that set an option, and the setting each sets (the registry's
+#: ``api`` names; a test holds the signature to them, defaults included).
+API_KEYWORDS = {o.api: o.key for o in OPTIONS if o.api and o.api not in ("benchmarks", "policy")}
 
 
 @dataclass
@@ -89,38 +95,26 @@ def evaluate(
     ``--benchmark-resume`` does: its finished tasks are kept, only the missing episodes run.
     ``batched_inference`` is ``--benchmark-batched-inference``.
     """
+    # The keywords by name, as the registry names them (this function's locals at entry).
+    given = {API_KEYWORDS[name]: value for name, value in locals().items() if name in API_KEYWORDS}
     settings = validation.build(
         root=Path.cwd(),
+        **given,
         env=[benchmarks] if isinstance(benchmarks, str) else list(benchmarks),
-        task=tasks,
-        episodes=episodes,
-        batch_size=(1 if isinstance(policy, Policy) else 0) if batch_size is None else batch_size,
-        sync=sync,
-        seed=seed,
-        policy=policy if isinstance(policy, str) else None,
-        max_steps=max_steps,
-        obs=obs,
-        image_size=image_size,
-        render=render,
-        camera_map=camera_map,
-        rename_map=rename_map,
-        device=device,
-        metrics=metrics,
-        record=record,
-        record_only=record_only,
-        resume=resume,
-        batched_inference=batched_inference,
+        policy=policy if isinstance(policy, str) else PolicySpec.object(),
     )
+    if batch_size is None and isinstance(policy, Policy):
+        settings = replace(settings, batch_size=1)
     if resume and metrics is None:
         raise validation.OptionError("--benchmark-resume: needs metrics=PATH, the run to carry on")
-    spec = policy if isinstance(policy, str) else "object"
-    settings = replace(settings, policy=spec)
+    settings = with_declared_images(settings)
+    spec = str(settings.policy)
     selection = select(settings).tasks
     validation.check_record_path(settings.record, settings.resume)
     if metrics is not None:
         validation.check_metrics_path(settings.metrics)
-    episodes = settings.episodes
-    slots = min(settings.batch_size, episodes) if settings.batch_size else auto_batch_size(episodes)
+    planned = settings.planned
+    slots = slots_for(settings)
     started = time.time()
     static = run_info.static_info(list(sys.argv), Path.cwd())
     out = Evaluation()
@@ -129,7 +123,7 @@ def evaluate(
         """The document with this task's result so far: called when the task ends, whether it
         finished or was interrupted."""
         run = run_info.run_block(static, settings, 0, started, True, None)
-        out.metrics = build_metrics([*out.results, carry_on(kept, result, episodes)], run, spec)
+        out.metrics = build_metrics([*out.results, carry_on(kept, result, planned)], run, spec)
         if metrics is not None:
             write_metrics(settings.metrics, out.metrics)
 
@@ -141,7 +135,7 @@ def evaluate(
             if task.id in done:
                 out.results.append(done[task.id])
                 continue
-            kept, indices = plan_task(earlier.get(task.id), range(episodes))
+            kept, indices = plan_task(earlier.get(task.id), settings.indices)
             config = settings.env_config(task)
             env = LazyVectorEnv(benchmark, config, slots, sync=settings.sync)
             processors = benchmark.processors(config)
@@ -166,7 +160,7 @@ def evaluate(
                 )
             finally:
                 env.close()
-            out.results.append(carry_on(kept, result, episodes))
+            out.results.append(carry_on(kept, result, planned))
     run = run_info.run_block(static, settings, 0, started, False, 0)
     out.metrics = build_metrics(out.results, run, spec)
     if metrics is not None:
@@ -177,7 +171,7 @@ def evaluate(
 
 
 def build_policy(
-    policy: str | Policy | Callable[[EnvConfig, int], Policy],
+    policy: PolicySpec | str | Policy | Callable[[EnvConfig, int], Policy],
     benchmark: Benchmark,
     config: EnvConfig,
     num_envs: int,
@@ -185,7 +179,7 @@ def build_policy(
     features: dict[str, Feature],
 ) -> Policy:
     """The task's policy from a spec, an instance (used as is) or a factory."""
-    if isinstance(policy, str):
+    if isinstance(policy, (str, PolicySpec)):
         return make_policy(policy, benchmark, config, num_envs, device, features)
     if isinstance(policy, Policy):
         return policy

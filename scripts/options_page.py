@@ -1,5 +1,6 @@
-"""Write the options table of docs/options.md from the options the plugin registers, the one
-table in ``pytest_benchmarks.plugin.options``, so the page cannot drift from ``pytest --help``.
+"""Write the options table of docs/options.md from the option registry
+(``pytest_benchmarks.core.settings.OPTIONS``, which ``pytest --help`` and the API's keywords
+also come from), so the page cannot drift from either.
 
     python scripts/options_page.py          # rewrite the table in docs/options.md
     python scripts/options_page.py --check  # exit 1, naming the page, when it is out of date
@@ -12,26 +13,21 @@ import re
 import sys
 from pathlib import Path
 
-import pytest
-
-from pytest_benchmarks.plugin.options import GROUP, add_options
+from pytest_benchmarks.core.settings import OPTIONS
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "options.md"
 BEGIN, END = "<!-- options table: scripts/options_page.py -->", "<!-- end of options table -->"
 
 
 def table() -> str:
-    """One row per option: the flag with its value, its ini key, and its help."""
-    parser = pytest.Parser(_ispytest=True)
-    add_options(parser)
-    rows = ["| option | ini key | meaning |", "|---|---|---|"]
-    for option in parser.getgroup(GROUP).options:
-        attrs = option.attrs()
-        (flag,) = option.names()
-        metavar = attrs.get("metavar")
-        shown = (f"{flag} {metavar}" if metavar else flag).replace("|", "\\|")
-        text = str(attrs["help"]).replace("|", "\\|")
-        rows.append(f"| `{shown}` | `{attrs['dest']}` | {text} |")
+    """One row per option: the flag with its value, its ini key, the keyword of
+    ``pytest_benchmarks.api.evaluate`` that takes it, and its help."""
+    rows = ["| option | ini key | API keyword | meaning |", "|---|---|---|---|"]
+    for option in OPTIONS:
+        shown = option.flag if option.is_flag else f"{option.flag} {option.metavar}"
+        keyword = f"`{option.api}`" if option.api else ""
+        text = option.help.replace("|", "\\|")
+        rows.append(f"| `{shown.replace('|', '\\|')}` | `{option.dest}` | {keyword} | {text} |")
     return "\n".join(rows)
 
 

@@ -19,7 +19,7 @@ from helpers import outcomes, read_metrics
 from pytest_benchmarks.api import evaluate
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.policies import make_policy
-from pytest_benchmarks.policies.sources import resolve_device
+from pytest_benchmarks.policies.hub import resolve_device
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:

@@ -1,14 +1,19 @@
-"""``--benchmark-policy`` specs: their syntax, checked without importing any policy library."""
+"""``--benchmark-policy`` specs, parsed once into a ``PolicySpec`` without importing any policy
+library: every layer asks the spec (its kind, whether it is the expert, whether it names a
+directory here) instead of reading the string again."""
 
 from __future__ import annotations
 
 import importlib.util
-import os
+from dataclasses import dataclass
 
 KINDS = ("scripted", "scripted+noise", "random", "noop", "hub", "lerobot", "module", "local")
 
 #: Specs built on the benchmark's scripted expert.
 EXPERT_KINDS = ("scripted", "scripted+noise")
+
+#: The kind of a policy the API was handed as an object or a factory: no spec names it.
+OBJECT = "object"
 
 VALID = (
     "scripted, scripted+noise:FRACTION, random, noop, hub:REPO_ID[@REVISION], "
@@ -21,17 +26,70 @@ class PolicySpecError(ValueError):
     """A ``--benchmark-policy`` value that names no known policy source."""
 
 
-def _is_path(spec: str) -> bool:
-    return spec.startswith(("/", "./", "../", "~")) or (os.sep in spec and ":" not in spec)
+def _typed_path(text: str) -> bool:
+    """A path as a user types one (``./x``, ``../x``, ``/x``, ``~/x``)."""
+    return text.startswith(("/", "./", "../", "~"))
 
 
-def parse_spec(spec: str) -> tuple[str, str]:
-    """Split ``kind[:argument]`` and check both; raises PolicySpecError."""
-    if _is_path(spec):
-        return "local", spec
-    kind, _, argument = spec.partition(":")
-    if kind not in KINDS or kind == "local":
-        raise PolicySpecError(f"unknown policy {spec!r}; valid: {VALID}")
+def names_directory(text: str) -> bool:
+    """Where a Hub id may stand too (``lerobot:ARG``, a backbone's name): a typed path, or one
+    of more than two parts; never ``org/name``, which is a Hub id."""
+    return _typed_path(text) or text.count("/") > 1
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """A parsed policy spec: ``kind[:argument]`` and the text it came from."""
+
+    kind: str
+    argument: str = ""
+    text: str = ""
+
+    def __str__(self) -> str:
+        return self.text or self.kind
+
+    @classmethod
+    def parse(cls, text: str) -> PolicySpec:
+        """Split ``kind[:argument]`` and check both; raises PolicySpecError. A bare path (one
+        that starts like a path, or holds a slash and no colon) is a checkpoint directory."""
+        if _typed_path(text) or ("/" in text and ":" not in text):
+            return cls("local", text, text)
+        kind, _, argument = text.partition(":")
+        if kind not in KINDS or kind == "local":
+            raise PolicySpecError(f"unknown policy {text!r}; valid: {VALID}")
+        _check_argument(text, kind, argument)
+        return cls(kind, argument, text)
+
+    @classmethod
+    def object(cls) -> PolicySpec:
+        """The spec of a policy object or factory handed to the API."""
+        return cls(OBJECT, "", OBJECT)
+
+    @property
+    def expert_based(self) -> bool:
+        """The policy acts through the benchmark's scripted expert (which may need the env to
+        compute privileged state)."""
+        return self.kind in EXPERT_KINDS
+
+    @property
+    def is_lerobot(self) -> bool:
+        return self.kind == "lerobot"
+
+    @property
+    def local(self) -> bool:
+        """The argument names a directory on this machine: always for a checkpoint directory;
+        for ``lerobot:`` a typed path or one of more than two parts, never ``org/name``, which
+        is a Hub id."""
+        return self.kind == "local" or (self.is_lerobot and names_directory(self.argument))
+
+    @property
+    def repo(self) -> tuple[str, str | None]:
+        """A Hub argument's repository id and revision (None: the default branch)."""
+        repo_id, _, revision = self.argument.partition("@")
+        return repo_id, revision or None
+
+
+def _check_argument(text: str, kind: str, argument: str) -> None:
     if kind == "scripted+noise":
         try:
             fraction = float(argument)
@@ -39,33 +97,23 @@ def parse_spec(spec: str) -> tuple[str, str]:
             fraction = -1.0
         if not 0.0 <= fraction <= 1.0:
             raise PolicySpecError(
-                f"policy {spec!r}: scripted+noise needs a fraction of steps in [0, 1], "
+                f"policy {text!r}: scripted+noise needs a fraction of steps in [0, 1], "
                 "e.g. scripted+noise:0.5"
             )
     elif kind in ("hub", "lerobot"):
         if not argument.split("@")[0]:
             raise PolicySpecError(
-                f"policy {spec!r}: {kind} needs a repository id, e.g. {kind}:org/name"
+                f"policy {text!r}: {kind} needs a repository id, e.g. {kind}:org/name"
             )
     elif kind == "module":
         module, _, factory = argument.partition(":")
         if not module or not factory:
             raise PolicySpecError(
-                f"policy {spec!r}: module needs package.module:factory, "
+                f"policy {text!r}: module needs package.module:factory, "
                 "e.g. module:my_pkg.policies:make"
             )
     elif argument:
-        raise PolicySpecError(f"policy {kind!r} takes no argument, got {spec!r}")
-    return kind, argument
-
-
-def expert_based(spec: str) -> bool:
-    """Whether a spec acts through the benchmark's scripted expert (which may need the env to
-    compute privileged state); False for anything that is not a valid spec."""
-    try:
-        return parse_spec(spec)[0] in EXPERT_KINDS
-    except PolicySpecError:
-        return False
+        raise PolicySpecError(f"policy {kind!r} takes no argument, got {text!r}")
 
 
 def lerobot_missing() -> str | None:
@@ -73,8 +121,3 @@ def lerobot_missing() -> str | None:
     if importlib.util.find_spec("lerobot") is None:
         return "LeRobot is not installed: pip install 'pytest-benchmarks[lerobot]'"
     return None
-
-
-def is_local_path(argument: str) -> bool:
-    """A path as typed (``./x``, ``/x``, ``~/x``), never a Hub id (``org/name``)."""
-    return argument.startswith(("/", "./", "../", "~")) or argument.count("/") > 1

@@ -1,15 +1,24 @@
-"""The run's settings, validated: what every layer reads, whoever parsed them (plugin or API)."""
+"""The run's settings, validated: what every layer reads, whoever parsed them (plugin or API).
+
+``Settings`` is also the option registry: each field declares its ``--benchmark-*`` option
+(``core.options.Option``), so the plugin's options and ini keys, the checks, the API's
+keywords, the metrics JSON's run block, resume's comparison, the snapshot settings and the
+rerun command all come from one declaration.
+"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core import catalog, values
 from pytest_benchmarks.core.benchmark import Benchmark
-from pytest_benchmarks.core.policy_spec import PolicySpecError, expert_based, parse_spec
-from pytest_benchmarks.core.tasks import DEFAULT_IMAGE_SIZE, EnvConfig, TaskRef
+from pytest_benchmarks.core.options import Option, registry, setting
+from pytest_benchmarks.core.policy_spec import PolicySpec, PolicySpecError
+from pytest_benchmarks.core.tasks import DEFAULT_IMAGE_SIZE, EnvConfig, TaskRef, did_you_mean
+from pytest_benchmarks.core.values import OptionError
 
 DEFAULT_EPISODES = 10
 DEFAULT_SEED = 1000
@@ -18,6 +27,10 @@ DEFAULT_METRICS = "benchmark-results/metrics.json"
 DEFAULT_GATE = "stat"
 DEFAULT_ALPHA = 0.05
 DEFAULT_PROGRESS_S = 10.0
+#: Upper bounds: seeds stay within numpy's and the simulators' 32-bit range after adding the
+#: episode index; a plan of more episodes than this is a typo, not a benchmark.
+MAX_SEED = 2**31 - 1
+MAX_EPISODES = 1_000_000
 #: state: no rendering; pixels: camera images too; lerobot: the observation layout of LeRobot's
 #: own wrapper for the benchmark (the default for lerobot: policies where a benchmark has one).
 OBS_MODES = ("state", "pixels", "lerobot")
@@ -33,74 +46,265 @@ GATE_MODES = ("stat", "exact", "off")
 GATE_POWER = ("warn", "fail")
 
 
+def _policy(flag: str, value: Any) -> PolicySpec:
+    if isinstance(value, PolicySpec):
+        return value
+    try:
+        return PolicySpec.parse(str(value))
+    except PolicySpecError as exc:
+        raise OptionError(f"{flag}: {exc}") from None
+
+
+def _benchmarks(flag: str, value: Any) -> tuple[str, ...] | None:
+    chosen = values.names(value)
+    for name in chosen or ():
+        if name not in catalog.names():
+            raise OptionError(
+                f"{flag}: unknown benchmark {name!r}"
+                f"{did_you_mean(name, catalog.names())}; valid: {', '.join(catalog.names())}"
+            )
+    return chosen
+
+
+def _device(flag: str, value: Any) -> str:
+    device: str = values.choice(DEVICES)(flag, value)
+    if device == "cuda":
+        try:
+            import torch
+        except ImportError:
+            raise OptionError(
+                f"{flag}: cuda needs torch: pip install 'pytest-benchmarks[policies]'"
+            ) from None
+        if not torch.cuda.is_available():
+            raise OptionError(f"{flag}: cuda, but torch sees no CUDA device; use cpu")
+    return device
+
+
+def _positive_seconds(expected: str, minimum_ok: bool = False) -> values.Parser:
+    if minimum_ok:
+        return values.number(lambda x: 0 <= x < math.inf, expected)
+    return values.number(lambda x: 0 < x < math.inf, expected)
+
+
+#: Where the image size came from when no option gave it and no checkpoint declared one.
+DEFAULT_SOURCE = "the default"
+#: ... when --benchmark-image-size (or the API's image_size) gave it.
+OPTION_SOURCE = "--benchmark-image-size"
+
+
 @dataclass(frozen=True)
 class Settings:
-    """Validated benchmark options for one pytest session."""
+    """Validated benchmark settings for one run: the option registry (each field declares its
+    ``--benchmark-*`` option, ini key, API keyword and checks) and what every layer reads."""
 
-    envs: tuple[str, ...] | None
-    tasks: tuple[str, ...] | None
-    episodes: int
-    batch_size: int
-    sync: bool
-    seed: int
-    policy: str
-    max_steps: int | None
-    metrics: Path
-    obs: str | None = None
-    image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE
-    render: str = "faithful"
-    camera_map: tuple[tuple[str, str], ...] = ()
+    # fmt: off
+    envs: tuple[str, ...] | None = setting(None, Option(
+        "benchmarks to run, comma separated (default: every benchmark whose extra is installed)",
+        _benchmarks, "NAME[,NAME]", name="env", resume=True, api="benchmarks",
+    ))
+    tasks: tuple[str, ...] | None = setting(None, Option(
+        "tasks or groups to run, comma separated, e.g. push-v3,MT10 (default: the benchmark's own)",
+        values.name_list, "TASK[,TASK]", name="task", resume=True, api="tasks",
+    ))
+    episodes: int = setting(DEFAULT_EPISODES, Option(
+        f"episodes per task (default {DEFAULT_EPISODES})",
+        values.integer(1, MAX_EPISODES), "N", resume=True, api="episodes",
+    ))
+    batch_size: int = setting(0, Option(
+        "envs stepped together per task; 0 = auto: floor(0.7 x CPUs per worker), "
+        "capped by episodes and 64 (default 0)",
+        values.integer(0), "N", api="batch_size",
+    ))
+    sync: bool = setting(False, Option(
+        "step every env in this process (SyncVectorEnv), never in worker processes",
+        values.flag, api="sync",
+    ))
+    seed: int = setting(DEFAULT_SEED, Option(
+        f"base seed; episode i uses seed + i (default {DEFAULT_SEED})",
+        values.integer(0, MAX_SEED), "N", resume=True, rerun="always", snapshot="always",
+        api="seed",
+    ))
+    policy: PolicySpec = setting(PolicySpec.parse(DEFAULT_POLICY), Option(
+        "policy spec: scripted (the benchmark's expert), scripted+noise:FRACTION (the expert "
+        "with a random action in that fraction of steps), random, noop, hub:REPO_ID[@REVISION] "
+        "(a Hugging Face checkpoint), lerobot:REPO_ID_OR_DIR (a LeRobot policy), "
+        "module:package.module:factory (factory(config, num_envs) returns the policy), or a "
+        f"checkpoint directory (./path or /path) (default {DEFAULT_POLICY})",
+        _policy, "SPEC", resume=True, rerun="always", api="policy", dump=str,
+    ))
+    max_steps: int | None = setting(None, Option(
+        "episode step limit (default: the benchmark's own)",
+        values.integer(1), "N", resume=True, rerun="changed", snapshot="always", api="max_steps",
+    ))
+    metrics: Path = setting(Path(DEFAULT_METRICS), Option(
+        f"metrics JSON path (default {DEFAULT_METRICS})",
+        values.path, "PATH", ini_path=True, api="metrics", run_block=False,
+    ))
+    device: str = setting("auto", Option(
+        "where learned policies run: auto (cuda when available), cpu or cuda (default auto)",
+        _device, "{auto,cpu,cuda}", api="device",
+    ))
+    obs: str | None = setting(None, Option(
+        "observations: state (no rendering), pixels (camera images too) or lerobot (the layout "
+        "of LeRobot's own wrapper for the benchmark); default: lerobot for lerobot: policies, "
+        "else the benchmark's own (LIBERO pixels, Meta-World state)",
+        values.choice(OBS_MODES), "{state,pixels,lerobot}", resume=True, rerun="changed",
+        snapshot="always", api="obs",
+    ))
+    image_size: tuple[int, int] = setting(DEFAULT_IMAGE_SIZE, Option(
+        "camera image size, N or HxW (default 128)",
+        values.image_size, "N|HxW", resume=True, rerun="changed", snapshot="pixels_or_none",
+        api="image_size", show=values.size_text,
+    ))
+    settle_steps: int | None = setting(None, Option(
+        "no-op steps after each reset before the policy acts (default: the benchmark's own)",
+        values.integer(0), "N", resume=True, rerun="changed", snapshot="always",
+    ))
+    render: str = setting("faithful", Option(
+        "camera rendering: faithful (the model's own: multisampling, shadows, reflections) or "
+        "fast (none of them, coarser meshes: 4.5-15x quicker on a CPU, other pixels; snapshots "
+        "and compare keep the two apart) (default faithful)",
+        values.choice(RENDER_MODES), "{faithful,fast}", resume=True, rerun="changed",
+        snapshot="pixels", api="render",
+    ))
+    camera_map: tuple[tuple[str, str], ...] = setting((), Option(
+        "rename cameras, e.g. agentview_image=camera1,robot0_eye_in_hand_image=camera2, or as "
+        "JSON like lerobot-eval's --env.camera_name_mapping",
+        values.pairs('agentview_image=camera1 or \'{"agentview_image": "camera1"}\''),
+        "CAM=NAME[,...]", resume=True, rerun="changed", api="camera_map", dump=values.pairs_json,
+        show=values.pairs_text,
+    ))
     #: LeRobot policies: renames of observation features before the policy's pre-processor
     #: (``lerobot-eval --rename_map``).
-    rename_map: tuple[tuple[str, str], ...] = ()
-    settle_steps: int | None = None
-    gate: str = DEFAULT_GATE
-    alpha: float = DEFAULT_ALPHA
-    #: warn or fail when a task's gate cannot detect any drop with this run's episodes.
-    gate_power: str = "warn"
-    #: --snapshot-update may replace a snapshot by one of fewer episodes or other settings.
-    snapshot_replace: bool = False
-    shard: tuple[int, int] | None = None
-    timeout: float | None = None
+    rename_map: tuple[tuple[str, str], ...] = setting((), Option(
+        "lerobot: policies: rename observation features before the policy's pre-processor, "
+        "like lerobot-eval's --rename_map (JSON, or OLD=NEW[,...]), e.g. "
+        "observation.image=observation.images.camera1",
+        values.pairs('\'{"observation.image": "observation.images.camera1"}\''),
+        "OLD=NEW[,...]|JSON", resume=True, rerun="changed", snapshot="set", api="rename_map",
+        dump=values.pairs_json, show=values.pairs_text,
+    ))
     #: Episode indices to run instead of range(episodes).
-    episode_indices: tuple[int, ...] | None = None
-    video: str = "none"
-    progress_s: float = DEFAULT_PROGRESS_S
-    debug: bool = False
-    device: str = "auto"
+    episode_indices: tuple[int, ...] | None = setting(None, Option(
+        "run exactly these episode indices (same seeds and initial states as in a full run), "
+        "one env, in the test process, so a debugger and print() work",
+        values.indices, "I[,J...]", name="episode", resume=True,
+    ))
+    video: str = setting("none", Option(
+        "write an MP4 per episode: none, failures or all (default none), beside the metrics JSON",
+        values.choice(VIDEO_MODES), "{none,failures,all}",
+    ))
+    progress_s: float = setting(DEFAULT_PROGRESS_S, Option(
+        "seconds between progress lines of a running task (episodes done, successes); "
+        "0 = after every episode (default 10)",
+        _positive_seconds("a number of seconds >= 0", minimum_ok=True), "SECONDS", name="progress",
+        run_block=False,
+    ))
+    timeout: float | None = setting(None, Option(
+        "seconds a task may take (env start-up and all its episodes); a task past it is stopped, "
+        "its env workers killed, and it is recorded as timed out (default: no limit)",
+        _positive_seconds("a number of seconds > 0"), "SECONDS",
+    ))
+    shard: tuple[int, int] | None = setting(None, Option(
+        "run only shard I of N: the selected tasks, sorted by id, whose position mod N is I-1 "
+        "(for CI matrices; join the shards' metrics with pytest-benchmarks merge)",
+        values.shard, "I/N", resume=True,
+    ))
+    gate: str = setting(DEFAULT_GATE, Option(
+        "snapshot gate: stat (fail on a significant drop), exact (fail when any episode that "
+        f"succeeded in the snapshot fails now) or off (default {DEFAULT_GATE})",
+        values.choice(GATE_MODES), "{stat,exact,off}",
+    ))
+    alpha: float = setting(DEFAULT_ALPHA, Option(
+        "significance level of the stat gate for the whole session: the chance of any false "
+        "alarm, shared by Holm's step-down over the tasks that can fail "
+        f"(default {DEFAULT_ALPHA})",
+        values.number(lambda x: 0 < x < 1, "a level between 0 and 1 (e.g. 0.05)"), "LEVEL",
+    ))
+    #: warn or fail when a task's gate cannot detect any drop with this run's episodes.
+    gate_power: str = setting("warn", Option(
+        "when a task's stat gate cannot detect any drop with this run's episodes: warn (say so "
+        "in the verdict and the summary, with the episodes it needs) or fail its test "
+        "(default warn)",
+        values.choice(GATE_POWER), "{warn,fail}", run_block=False,
+    ))
     #: Write every evaluated episode into a LeRobotDataset here (a new directory).
-    record: Path | None = None
+    record: Path | None = setting(None, Option(
+        "write every evaluated episode (what the policy saw, its actions, reward, done, success) "
+        "into a new LeRobotDataset in DIR, in task and episode order (needs the lerobot extra)",
+        values.path, "DIR", ini_path=True, api="record",
+    ))
     #: all, or success: only the episodes that succeeded (demonstrations).
-    record_only: str = "all"
+    record_only: str = setting("all", Option(
+        "with --benchmark-record: all episodes, or success: only the successful ones "
+        "(demonstrations) (default all)",
+        values.choice(RECORD_ONLY), "{all,success}", api="record_only",
+    ))
+    debug: bool = setting(False, Option(
+        "batch size 1, no worker processes, and a per-step trace (action, reward, success) in a "
+        "JSON Lines file per task beside the metrics JSON",
+        values.flag,
+    ))
+    #: --snapshot-update may replace a snapshot by one of fewer episodes or other settings.
+    snapshot_replace: bool = setting(False, Option(
+        "with --snapshot-update: replace snapshots even by a run of fewer episodes or other "
+        "settings (seed, step limit, observations); without it they are kept",
+        values.flag, run_block=False,
+    ))
     #: Carry on the run in the metrics JSON: keep its finished tasks and episodes.
-    resume: bool = False
+    resume: bool = setting(False, Option(
+        "carry on the run whose metrics JSON is at --benchmark-metrics: keep its finished "
+        "tasks, run only the episodes it lacks (same settings and policy required)",
+        values.flag, api="resume",
+    ))
     #: LeRobot policies: slots at the same phase share one forward pass (records may then
     #: depend on the batch size; see ``policies.slot_batch``).
-    batched_inference: bool = False
-    #: Where ``image_size`` came from when no option gave it (a LeRobot checkpoint's config).
-    image_size_from: str | None = field(default=None, compare=False)
+    batched_inference: bool = setting(False, Option(
+        "lerobot: policies: slots whose episodes are at the same step of their action chunk "
+        "share one forward pass (faster; records may differ from batch-of-one inference, so it "
+        "is part of a snapshot's settings)",
+        values.flag, resume=True, rerun="changed", snapshot="set", api="batched_inference",
+    ))
+    # fmt: on
+    #: Where ``image_size`` came from: the option, the default, or a LeRobot checkpoint's
+    #: config (``policies.declared``).
+    image_size_from: str = field(default=OPTION_SOURCE, compare=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.policy, str):  # built by hand with a spec's text
+            object.__setattr__(self, "policy", _policy("--benchmark-policy", self.policy))
 
     def snapshot_settings(self, task: TaskRef) -> dict[str, Any]:
-        """The settings a task's outcome depends on, as its snapshot records them."""
+        """The settings a task's outcome depends on, as its snapshot records them: the
+        options with a snapshot rule, at the values the task's env resolves them to."""
         config = self.env_config(task)
-        return {
-            "seed": config.seed,
-            "max_steps": config.max_steps,
-            "obs": config.obs,
-            "image_size": None if config.obs == "state" else list(config.image_size),
-            "settle_steps": config.settle_steps,
-            # Only where pixels decide the outcome: state snapshots stay as they were.
-            **({} if config.obs == "state" else {"render": config.render}),
-            # What a LeRobot policy's pre-processor renames changes what it reads.
-            **({"rename_map": dict(config.rename_map)} if config.rename_map else {}),
-            # Shared forward passes may change the records: never gated against unshared ones.
-            **({"batched_inference": True} if config.batched_inference else {}),
-        }
+        pixels = config.obs != "state"
+        recorded: dict[str, Any] = {}
+        for option in OPTIONS:
+            value = getattr(config, option.field, None)
+            rule = option.snapshot
+            if rule is None or (rule == "pixels" and not pixels):
+                continue
+            if rule == "set" and value == option.default:
+                continue
+            dumped = option.dump(value)
+            recorded[option.field] = None if rule == "pixels_or_none" and not pixels else dumped
+        return recorded
+
+    @property
+    def image_size_declared(self) -> bool:
+        """The image size is the one a LeRobot checkpoint declares (no option gave one)."""
+        return self.image_size_from not in (DEFAULT_SOURCE, OPTION_SOURCE)
 
     @property
     def indices(self) -> tuple[int, ...]:
         """The episode indices each task runs."""
         return self.episode_indices or tuple(range(self.episodes))
+
+    @property
+    def planned(self) -> int:
+        """How many episodes each task's plan holds."""
+        return len(self.indices)
 
     def env_config(self, task: TaskRef) -> EnvConfig:
         """What the task's env needs from these settings (the plugin's and the API's)."""
@@ -118,48 +322,22 @@ class Settings:
             batched_inference=self.batched_inference,
             video=self.video,
             video_dir=str(self.metrics.parent / "videos"),
-            privileged=expert_based(self.policy),
+            privileged=self.policy.expert_based,
         )
         return benchmark.describe(config)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "envs": list(self.envs) if self.envs else None,
-            "tasks": list(self.tasks) if self.tasks else None,
-            "episodes": self.episodes,
-            "batch_size": self.batch_size,
-            "sync": self.sync,
-            "seed": self.seed,
-            "policy": self.policy,
-            "max_steps": self.max_steps,
-            "obs": self.obs,
-            "image_size": list(self.image_size),
-            "render": self.render,
-            "camera_map": dict(self.camera_map),
-            "rename_map": dict(self.rename_map),
-            "settle_steps": self.settle_steps,
-            "gate": self.gate,
-            "alpha": self.alpha,
-            "shard": list(self.shard) if self.shard else None,
-            "timeout": self.timeout,
-            "episode_indices": list(self.episode_indices) if self.episode_indices else None,
-            "video": self.video,
-            "debug": self.debug,
-            "device": self.device,
-            "record": str(self.record) if self.record else None,
-            "record_only": self.record_only,
-            "resume": self.resume,
-            "batched_inference": self.batched_inference,
-        }
+        """Every setting as the metrics JSON's run block holds it."""
+        return {o.field: o.dump(getattr(self, o.field)) for o in OPTIONS if o.run_block}
 
 
-def default_obs(benchmark: Benchmark, policy: str) -> str:
+#: The option registry: one entry per ``Settings`` field that an option sets.
+OPTIONS: tuple[Option, ...] = registry(Settings)
+
+
+def default_obs(benchmark: Benchmark, policy: PolicySpec) -> str:
     """The observation mode when none is asked for: LeRobot's layout for a LeRobot policy where
     the benchmark offers it, else the benchmark's own default."""
-    try:
-        lerobot = parse_spec(policy)[0] == "lerobot"
-    except PolicySpecError:
-        lerobot = False
-    if lerobot and "lerobot" in benchmark.observation_modes:
+    if policy.is_lerobot and "lerobot" in benchmark.observation_modes:
         return "lerobot"
     return benchmark.observation_modes[0]

@@ -28,6 +28,7 @@ from gymnasium.vector.async_vector_env import AsyncState
 from gymnasium.vector.utils import concatenate
 
 from pytest_benchmarks.core.benchmark import Benchmark
+from pytest_benchmarks.core.settings import Settings
 from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.engine.video import VideoRecorder
 
@@ -164,6 +165,18 @@ def auto_batch_size(episodes: int, workers: int = 1, cpus: int | None = None) ->
     cpus = cpu_count() if cpus is None else cpus
     share = math.floor(0.7 * cpus / max(1, workers))
     return max(1, min(share, episodes, MAX_AUTO_BATCH))
+
+
+def slots_for(settings: Settings, workers: int = 0) -> int:
+    """The envs a task steps together: one for ``--benchmark-debug`` or
+    ``--benchmark-episode`` (one env, in the test process), else ``--benchmark-batch-size``
+    capped by the plan, else ``auto_batch_size`` for this process's share of the CPUs."""
+    episodes = settings.planned
+    if settings.debug or settings.episode_indices is not None:
+        return 1
+    if settings.batch_size:
+        return min(settings.batch_size, episodes)
+    return auto_batch_size(episodes, max(1, workers))
 
 
 def make_vector_env(

@@ -16,18 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from pytest_benchmarks.core.results import TaskResult
-from pytest_benchmarks.core.settings import Settings
+from pytest_benchmarks.core.settings import OPTIONS, Settings
 from pytest_benchmarks.metrics.document import load_results
 from pytest_benchmarks.metrics.runs import InputError, load
-from pytest_benchmarks.metrics.snapshots import ABSENT
 
-#: What a run's episodes depend on, or which episodes and tasks it runs: a resumed run's must
-#: equal the file's. (Batch size, workers, sync and devices change no outcome.)
-SAME_SETTINGS = (
-    "envs", "tasks", "shard", "episodes", "episode_indices", "seed", "policy", "max_steps",
-    "obs", "image_size", "render", "camera_map", "rename_map", "settle_steps",
-    "batched_inference",
-)  # fmt: skip
+#: What a run's episodes depend on, or which episodes and tasks it runs (the registry's
+#: ``resume`` options): a resumed run's must equal the file's, where a file that predates a
+#: setting had its default. (Batch size, workers, sync and devices change no outcome.)
+SAME_SETTINGS = {o.field: o.dump(o.default) for o in OPTIONS if o.resume}
 
 
 class ResumeError(ValueError):
@@ -45,8 +41,8 @@ def load_resumable(path: Path, settings: Settings) -> dict[str, TaskResult]:
         raise ResumeError(f"--benchmark-resume: {exc}") from None
     earlier: dict[str, Any] = document["run"]
     now = settings.as_dict()
-    for key in SAME_SETTINGS:
-        if earlier.get(key, ABSENT.get(key)) != now.get(key):
+    for key, default in SAME_SETTINGS.items():
+        if earlier.get(key, default) != now.get(key):
             raise ResumeError(
                 f"--benchmark-resume: {path} was made with {key} {_show(earlier.get(key))}, "
                 f"this run has {_show(now.get(key))}; resume with the same settings, or run "

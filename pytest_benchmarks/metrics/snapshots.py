@@ -17,6 +17,7 @@ from typing import Any
 from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.policy import BACKBONE
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
+from pytest_benchmarks.core.settings import OPTIONS
 
 #: Beside syrupy's own ``__snapshots__``, not inside it: syrupy's default extension claims every
 #: file in its directory that no extension used, and would report (and with --snapshot-update
@@ -153,10 +154,10 @@ def read(text: str) -> Snapshot:
     return Snapshot(doc["id"], episodes, doc.get("policy") or {}, settings)
 
 
-#: The setting of --benchmark-batched-inference, and what a setting a snapshot or run lacks
-#: was (recorded only where it is not the default).
+#: The setting of --benchmark-batched-inference.
 BATCHED = "batched_inference"
-ABSENT: dict[str, Any] = {BATCHED: False}
+#: What a setting a snapshot or run lacks was: the settings recorded only where they are set.
+ABSENT: dict[str, Any] = {o.field: o.dump(o.default) for o in OPTIONS if o.snapshot == "set"}
 
 
 def setting_changes(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:

@@ -113,7 +113,7 @@ class ResultCollector:
                 task = next(
                     t for ts in self.state.selection.values() for t in ts if t.id == task_id
                 )
-                planned = len(self.state.settings.indices)
+                planned = self.state.settings.planned
                 crashed = TaskResult(task, planned=planned, error=error)
             self.state.results[task_id] = crashed
             self.write(partial=True, exitstatus=None)
@@ -210,7 +210,7 @@ class ResultCollector:
         run = run_block(
             self.static, state.settings, state.workers, state.started_at, partial, exitstatus
         )
-        document = build_metrics(rows, run, self.state.settings.policy)
+        document = build_metrics(rows, run, str(self.state.settings.policy))
         path = self.state.settings.metrics
         try:
             write_metrics(path, document)

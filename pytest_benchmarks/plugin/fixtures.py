@@ -28,7 +28,7 @@ from pytest_benchmarks.plugin.session import PENDING, get_state
 from pytest_benchmarks.plugin.speed import SpeedProbe
 from pytest_benchmarks.plugin.timeouts import fixture_value
 from pytest_benchmarks.policies import make_policy
-from pytest_benchmarks.policies.sources import PolicySourceError, worker_device
+from pytest_benchmarks.policies.hub import PolicySourceError
 
 
 @pytest.fixture
@@ -56,7 +56,7 @@ def vector_env(request: pytest.FixtureRequest, benchmark_task: TaskRef) -> Itera
     env = LazyVectorEnv(
         catalog.get(benchmark_task.env),
         state.env_config(benchmark_task),
-        state.batch_size(len(state.settings.indices)),
+        state.batch_size,
         sync=state.settings.sync or state.single_env,
     )
     try:
@@ -82,8 +82,9 @@ def policy(
             vector_env.benchmark,
             vector_env.config,
             vector_env.num_envs,
-            worker_device(settings.device, worker),
+            settings.device,
             env_processors.features,
+            worker,
         )
     except (PolicySourceError, FeatureMismatch) as exc:
         pytest.fail(f"{benchmark_task.id}: {exc}", pytrace=False)
@@ -143,7 +144,7 @@ def evaluate(
         )
         # --benchmark-resume: the episodes an interrupted run finished are kept, the rest run.
         kept, episodes = plan_task(state.resumed.get(benchmark_task.id), settings.indices)
-        planned = len(settings.indices)
+        planned = settings.planned
         unbuilt = None
         try:
             return carry_on(kept, evaluate_task(

@@ -13,11 +13,10 @@ import pytest
 
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.files import check_writable
-from pytest_benchmarks.core.policy_spec import expert_based
 from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.metrics.resume import finished, plan_task
 from pytest_benchmarks.metrics.snapshots import DIRNAME
-from pytest_benchmarks.plugin import options, signals
+from pytest_benchmarks.plugin import options, signals, untimed
 from pytest_benchmarks.plugin.collector import ResultCollector
 from pytest_benchmarks.plugin.nodeids import task_of_nodeid
 from pytest_benchmarks.plugin.progress import PROGRESS
@@ -36,6 +35,7 @@ from pytest_benchmarks.plugin.session import (
 MARKER = "benchmark_env"
 
 RESTORE_SIGNALS = pytest.StashKey[Callable[[], None]]()
+RESTORE_WARNINGS = pytest.StashKey[Callable[[], None]]()
 
 
 class _Excluded:
@@ -61,10 +61,12 @@ def pytest_configure(config: pytest.Config) -> None:
     xdist_controller = not state.is_worker and bool(getattr(config.option, "numprocesses", None))
     role = "worker" if state.is_worker else "controller" if xdist_controller else "session"
     config.stash[RESTORE_SIGNALS] = signals.install(role)
+    config.stash[RESTORE_WARNINGS] = untimed.silence(config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     config.stash.get(RESTORE_SIGNALS, lambda: None)()
+    config.stash.get(RESTORE_WARNINGS, lambda: None)()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -95,7 +97,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def _task_param(state: SessionState, task: TaskRef) -> Any:
     """A task's parameter; skipped when the policy needs a scripted expert the task lacks."""
     reason = None
-    if expert_based(state.settings.policy):
+    if state.settings.policy.expert_based:
         reason = catalog.get(task.env).scripted_missing(task)
     marks = [pytest.mark.skip(reason=f"{task.id}: {reason}")] if reason else []
     return pytest.param(task, id=task.id, marks=marks)
@@ -201,13 +203,16 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"policy {s.policy}, batch size {s.batch_size or 'auto'}"
         f"{', sync' if s.sync else ''}"
     ]
-    if s.image_size_from is not None:
+    if s.image_size_declared:
         height, width = s.image_size
         lines.append(
             f"image size {height}x{width} from {s.image_size_from}; "
             "--benchmark-image-size overrides it"
         )
     lines += [f"benchmarks skipped: {reason}" for reason in state.unavailable.values()]
+    speed = untimed.header_line(config)
+    if speed is not None:
+        lines.append(speed)
     if s.resume:
         lines.append(resume_line(state))
     return lines

@@ -10,7 +10,7 @@ import pytest
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.settings import Settings
 from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
-from pytest_benchmarks.engine.vector import auto_batch_size
+from pytest_benchmarks.engine.vector import slots_for
 from pytest_benchmarks.metrics.resume import ResumeError, finished, load_resumable
 from pytest_benchmarks.metrics.stats import Comparison
 from pytest_benchmarks.plugin import options
@@ -55,12 +55,10 @@ class SessionState:
         """One env in the test process: ``--benchmark-debug`` or ``--benchmark-episode``."""
         return self.settings.debug or self.settings.episode_indices is not None
 
-    def batch_size(self, episodes: int) -> int:
-        if self.single_env:
-            return 1
-        if self.settings.batch_size:
-            return min(self.settings.batch_size, episodes)
-        return auto_batch_size(episodes, max(1, self.workers))
+    @property
+    def batch_size(self) -> int:
+        """The envs each task of this process steps together."""
+        return slots_for(self.settings, self.workers)
 
 
 def build_state(config: pytest.Config) -> SessionState:

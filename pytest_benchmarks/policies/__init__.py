@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pytest_benchmarks.core.policy import Policy
-from pytest_benchmarks.core.policy_spec import parse_spec
+from pytest_benchmarks.core.policy_spec import PolicySpec
+from pytest_benchmarks.policies.hub import worker_device
 
 if TYPE_CHECKING:
     from pytest_benchmarks.core.benchmark import Benchmark
@@ -16,19 +17,24 @@ __all__ = ["Policy", "make_policy"]
 
 
 def make_policy(
-    spec: str,
+    spec: PolicySpec | str,
     benchmark: Benchmark,
     config: EnvConfig,
     num_envs: int,
     device: str = "cpu",
     features: dict[str, Feature] | None = None,
+    worker: str | None = None,
 ) -> Policy:
-    """Build the policy a spec names, for one task and ``num_envs`` slots.
+    """Build the policy a spec names, for one task and ``num_envs`` slots, on ``device``
+    (auto, cpu, cuda or cuda:N), resolved here and only for learned policies: ``worker`` (an
+    xdist worker's id) picks its GPU (``policies.hub.worker_device``).
 
     Learned policies are checked against the env's ``features`` (default: the benchmark's
     declared ones) before any episode runs.
     """
-    kind, argument = parse_spec(spec)
+    if isinstance(spec, str):
+        spec = PolicySpec.parse(spec)
+    kind, argument = spec.kind, spec.argument
     if config.action_space is None:  # made by hand, not by the settings
         config = benchmark.describe(config)
     if kind == "scripted":
@@ -37,6 +43,7 @@ def make_policy(
         from pytest_benchmarks.policies import sources
 
         provided = features if features is not None else dict(config.features)
+        device = worker_device(device, worker)
         if kind == "hub":
             return sources.hub_policy(argument, config, provided, num_envs, device)
         if kind == "local":

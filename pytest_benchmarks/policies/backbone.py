@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_benchmarks.core.files import file_hash
-from pytest_benchmarks.core.policy_spec import is_local_path
+from pytest_benchmarks.core.policy_spec import names_directory
+from pytest_benchmarks.policies.hub import PolicySourceError, hub_snapshot
 
 #: The config field naming the backbone, per policy type.
 FIELDS = {"smolvla": "vlm_model_name"}
@@ -59,11 +60,9 @@ def resolve(policy_config: Any, name: str) -> Backbone | None:
     if path.is_dir():
         folder = path.resolve()
         label = f"{folder}#{folder_hash(folder)}"
-    elif is_local_path(value):
+    elif names_directory(value):
         raise BackboneError(f"{name}: its backbone ({field}) {value} is no directory")
     else:
-        from pytest_benchmarks.policies.sources import PolicySourceError, hub_snapshot
-
         weights = getattr(policy_config, "load_vlm_weights", True)
         try:
             folder, repo_id, commit = hub_snapshot(

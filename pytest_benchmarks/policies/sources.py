@@ -12,80 +12,13 @@ from typing import TYPE_CHECKING
 from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.features import check_features
 from pytest_benchmarks.core.files import file_hash
-from pytest_benchmarks.core.policy_spec import is_local_path, lerobot_missing
+from pytest_benchmarks.core.policy_spec import lerobot_missing, names_directory
+from pytest_benchmarks.policies.hub import PolicySourceError, hub_snapshot
 
 if TYPE_CHECKING:
     from pytest_benchmarks.core.features import Feature
     from pytest_benchmarks.core.policy import Policy
     from pytest_benchmarks.core.tasks import EnvConfig
-
-
-class PolicySourceError(ValueError):
-    """A policy that cannot be found or built; the message is one line."""
-
-
-def resolve_device(device: str) -> str:
-    """``auto``: cuda when torch sees a GPU, else cpu."""
-    if device != "auto":
-        return device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def worker_device(device: str, worker: str | None) -> str:
-    """The device a process's policies use. Under xdist, ``cuda`` (or ``auto`` on a GPU
-    machine) puts worker gwN on GPU N mod the GPU count, so N workers share the GPUs evenly;
-    a process outside xdist, or a machine with one GPU, gets ``cuda``."""
-    resolved = resolve_device(device)
-    number = worker.removeprefix("gw") if worker else ""
-    if resolved != "cuda" or not number.isdigit():
-        return resolved
-    import torch
-
-    count = torch.cuda.device_count()
-    return f"cuda:{int(number) % count}" if count > 1 else "cuda"
-
-
-def hub_snapshot(
-    argument: str, label: str | None = None, allow_patterns: list[str] | None = None
-) -> tuple[Path, str, str]:
-    """Download (or find in the local cache) ``REPO_ID[@REVISION]``: (folder, repo id, commit).
-
-    Goes through huggingface_hub, so its cache (HF_HOME, HF_HUB_CACHE), HF_HUB_OFFLINE and
-    revisions behave as anywhere else. ``allow_patterns``: only the files that match. Offline,
-    the cache alone is asked (huggingface_hub 1.x would otherwise list a commit's files on the
-    Hub even with HF_HUB_OFFLINE=1).
-    """
-    from huggingface_hub import constants, snapshot_download
-    from huggingface_hub.errors import (
-        HfHubHTTPError,
-        LocalEntryNotFoundError,
-        OfflineModeIsEnabled,
-    )
-
-    repo_id, _, revision = argument.partition("@")
-    offline = constants.is_offline_mode()
-    try:
-        folder = Path(
-            snapshot_download(
-                repo_id,
-                revision=revision or None,
-                allow_patterns=allow_patterns,
-                local_files_only=offline,
-            )
-        )
-    except (LocalEntryNotFoundError, OfflineModeIsEnabled):
-        raise PolicySourceError(
-            f"{label or 'hub:' + argument}: not in the local Hub cache, and the Hub cannot be "
-            "reached (offline, or HF_HUB_OFFLINE=1); download it once online or point "
-            "HF_HUB_CACHE at a cache that has it"
-        ) from None
-    except HfHubHTTPError as exc:
-        raise PolicySourceError(
-            f"{label or 'hub:' + argument}: {str(exc).splitlines()[0]}"
-        ) from None
-    return folder, repo_id, folder.name
 
 
 def torch_checkpoint(
@@ -103,15 +36,13 @@ def torch_checkpoint(
     )
 
     try:
-        model = load_pretrained(folder, resolve_device(device))
+        model = load_pretrained(folder, device)
     except PolicyLoadError as exc:
         raise PolicySourceError(str(exc)) from None
     wanted = dict(getattr(model, "input_features", {}) or {})
     name = f"{identity['source']}:{identity['id']}"
     pad = check_features(name, config.task.id, wanted, features)
-    return TorchPolicy(
-        model, num_envs, resolve_device(device), identity, [(k, tuple(wanted[k])) for k in pad]
-    )
+    return TorchPolicy(model, num_envs, device, identity, [(k, tuple(wanted[k])) for k in pad])
 
 
 def local_policy(
@@ -181,14 +112,12 @@ def lerobot_policy(
         weights = folder / "model.safetensors"
         revision = file_hash(weights) if weights.is_file() else None
         identity = {"source": "lerobot", "id": str(folder), "revision": revision}
-    elif is_local_path(argument):
+    elif names_directory(argument):
         raise PolicySourceError(f"lerobot:{argument}: no such directory")
     else:
         folder, repo_id, commit = hub_snapshot(argument, f"lerobot:{argument}")
         identity = {"source": "lerobot", "id": repo_id, "revision": commit}
     try:
-        return LeRobotPolicy.load(
-            folder, identity, config, features, num_envs, resolve_device(device)
-        )
+        return LeRobotPolicy.load(folder, identity, config, features, num_envs, device)
     except LeRobotLoadError as exc:
         raise PolicySourceError(str(exc)) from None

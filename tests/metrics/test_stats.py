@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pytest_benchmarks.core import catalog
-from pytest_benchmarks.core.policy_spec import PolicySpecError, parse_spec
+from pytest_benchmarks.core.policy_spec import PolicySpec, PolicySpecError
 from pytest_benchmarks.core.results import EpisodeRecord
 from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.engine.evaluation import evaluate_task
@@ -154,10 +154,12 @@ def test_session_false_alarm_rate_stays_within_alpha_and_real_drops_are_caught(p
 
 
 def test_noise_policy_spec():
-    assert parse_spec("scripted+noise:0.5") == ("scripted+noise", "0.5")
+    spec = PolicySpec.parse("scripted+noise:0.5")
+    assert (spec.kind, spec.argument, str(spec)) == ("scripted+noise", "0.5", "scripted+noise:0.5")
+    assert spec.expert_based and not spec.is_lerobot and not spec.local
     for bad in ("scripted+noise", "scripted+noise:1.5", "scripted+noise:x"):
         with pytest.raises(PolicySpecError, match="needs a fraction of steps in"):
-            parse_spec(bad)
+            PolicySpec.parse(bad)
 
 
 def _run(spec: str, seed: int, batch: int = 1, episodes_: int = 12, task: str = "push-v3"):

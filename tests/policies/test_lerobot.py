@@ -103,7 +103,7 @@ def test_actions_go_through_the_checkpoint_processors(checkpoint: Path):
     from pytest_benchmarks.core.settings import Settings
 
     config = Settings(
-        envs=None, tasks=None, episodes=1, batch_size=1, sync=True, seed=0, policy="x",
+        envs=None, tasks=None, episodes=1, batch_size=1, sync=True, seed=0, policy="random",
         max_steps=None, metrics=Path("m.json"), obs="pixels", image_size=(IMAGE, IMAGE),
     ).env_config(task)  # fmt: skip
     policy = make_policy(f"lerobot:{checkpoint}", benchmark, config, 1, "cpu")
@@ -121,12 +121,20 @@ def test_actions_go_through_the_checkpoint_processors(checkpoint: Path):
 
 
 def run_policy(
-    pytester: pytest.Pytester, folder: Path | str, *extra: str, size: int | None = IMAGE
+    pytester: pytest.Pytester,
+    folder: Path | str,
+    *extra: str,
+    size: int | None = IMAGE,
+    subprocess: bool = False,
 ) -> pytest.RunResult:
-    """One Meta-World reach-v3 episode of 4 steps; ``size`` None: no --benchmark-image-size."""
+    """One Meta-World reach-v3 episode of 4 steps; ``size`` None: no --benchmark-image-size.
+    In this process (LeRobot, torch and transformers imported once for every run, about 13 s
+    each otherwise) unless ``subprocess``: what reads the environment at import
+    (huggingface_hub's HF_HUB_* variables) needs a process of its own."""
     pytester.makepyfile(test_mw=TESTS)
     sized = [f"--benchmark-image-size={size}"] if size is not None else []
-    return pytester.runpytest_subprocess(
+    run = pytester.runpytest_subprocess if subprocess else pytester.runpytest
+    return run(
         "-p", "no:cacheprovider", f"--benchmark-policy=lerobot:{folder}",
         "--benchmark-task=reach-v3", "--benchmark-episodes=1", "--benchmark-max-steps=4",
         "--benchmark-device=cpu", *sized, *extra,
@@ -187,6 +195,40 @@ def test_the_image_size_the_checkpoint_declares_is_the_default(
         ]
     )
     assert "image size 40x40" not in explicit.stdout.str()
+
+
+def test_a_hub_checkpoints_declared_image_size_needs_only_its_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The size comes from the checkpoint's config.json through huggingface_hub (the cache, or
+    the Hub when it can be reached), so a run gets the same size before and after the
+    checkpoint was cached whole; when not even config.json can be had (offline, not cached)
+    the settings stay as given, and loading the policy says why in one line."""
+    from huggingface_hub import constants
+
+    from pytest_benchmarks.core import validation
+    from pytest_benchmarks.policies.declared import declared_images, with_declared_images
+    from pytest_benchmarks.policies.hub import PolicySourceError
+
+    (tmp_path / "only-config").mkdir()
+    config = {"type": "act", "input_features": {
+        "observation.state": {"type": "STATE", "shape": [39]},
+        "observation.images.corner2": {"type": "VISUAL", "shape": [3, 40, 56]}}}  # fmt: skip
+    (tmp_path / "only-config" / "config.json").write_text(json.dumps(config))
+    hub_cache(tmp_path / "hub", "my-org/act-cam", tmp_path / "only-config", "c" * 40)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    cached = with_declared_images(validation.build(root=tmp_path, policy="lerobot:my-org/act-cam"))
+    assert cached.image_size == (40, 56) and cached.image_size_declared
+    assert cached.image_size_from == "lerobot:my-org/act-cam's config.json (1 camera)"
+    given = validation.build(root=tmp_path, policy="lerobot:my-org/act-cam", image_size=32)
+    assert with_declared_images(given).image_size == (32, 32)
+    absent = validation.build(root=tmp_path, policy="lerobot:my-org/other")
+    assert with_declared_images(absent) == absent
+    with pytest.raises(PolicySourceError) as missing:
+        declared_images(absent.policy)
+    assert str(missing.value).startswith("lerobot:my-org/other: not in the local Hub cache")
+    assert "\n" not in str(missing.value)
 
 
 def test_a_camera_the_env_lacks_is_padded_with_a_blank_image(
@@ -267,12 +309,12 @@ def test_a_hub_checkpoint_from_the_local_cache_offline(
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     metrics = tmp_path / "m.json"
-    run_policy(pytester, "my-org/act-reach", f"--benchmark-metrics={metrics}").assert_outcomes(
-        passed=1
-    )
+    run_policy(
+        pytester, "my-org/act-reach", f"--benchmark-metrics={metrics}", subprocess=True
+    ).assert_outcomes(passed=1)
     identity = read_metrics(metrics)["results"][0]["policy"]
     assert identity == {"source": "lerobot", "id": "my-org/act-reach", "revision": commit}
-    missing = run_policy(pytester, "my-org/absent")
+    missing = run_policy(pytester, "my-org/absent", subprocess=True)
     missing.assert_outcomes(failed=1)
     missing.stdout.fnmatch_lines(["*lerobot:my-org/absent: not in the local Hub cache*"])
 
@@ -300,7 +342,7 @@ def test_smolvla_and_pi0_configs_go_through_the_same_feature_check(
     config._save_pretrained(folder)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     if kind == "smolvla":
-        result = run_policy(pytester, folder)
+        result = run_policy(pytester, folder, subprocess=True)
         result.stdout.fnmatch_lines(
             [f"*metaworld/reach-v3: lerobot:{folder}: its backbone (vlm_model_name) "
              "HuggingFaceTB/SmolVLM2-500M-Video-Instruct: not in the local Hub cache*"]

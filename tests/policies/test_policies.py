@@ -320,7 +320,7 @@ def test_xdist_workers_spread_over_the_gpus(
     """Worker gwN's policies run on GPU N mod count (the GPU count faked: no GPU here)."""
     import torch
 
-    from pytest_benchmarks.policies.sources import worker_device
+    from pytest_benchmarks.policies.hub import worker_device
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: count)

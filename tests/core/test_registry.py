@@ -1,0 +1,177 @@
+"""The option registry is the one declaration of every setting: the plugin's options and ini
+keys, the API's keywords and defaults, the options page, resume's comparison, the rerun
+command and the metrics JSON's run block all agree with it, entry for entry."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_benchmarks.api import evaluate
+from pytest_benchmarks.core import validation
+from pytest_benchmarks.core.settings import OPTIONS, Settings
+from pytest_benchmarks.metrics import run_info
+from pytest_benchmarks.metrics.document import build_metrics, write_metrics
+from pytest_benchmarks.metrics.resume import ResumeError, load_resumable
+from pytest_benchmarks.plugin.options import GROUP, add_options
+from pytest_benchmarks.plugin.rerun import rerun_command
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: A valid value other than the default for every option, as its flag takes it. A new option
+#: must add one here: the tests below then check it everywhere it must appear.
+OTHER: dict[str, Any] = {
+    "envs": "metaworld",
+    "tasks": "push-v3",
+    "episodes": "3",
+    "batch_size": "2",
+    "policy": "random",
+    "seed": "7",
+    "device": "cpu",
+    "max_steps": "50",
+    "metrics": "elsewhere/m.json",
+    "obs": "pixels",
+    "image_size": "64x48",
+    "settle_steps": "2",
+    "render": "fast",
+    "camera_map": "corner2=camera1",
+    "rename_map": "observation.image=observation.images.camera1",
+    "episode_indices": "1,4",
+    "video": "all",
+    "progress_s": "3",
+    "timeout": "90",
+    "shard": "1/2",
+    "gate": "exact",
+    "alpha": "0.1",
+    "gate_power": "fail",
+    "record": "dataset",
+    "record_only": "success",
+    "sync": True,
+    "debug": True,
+    "snapshot_replace": True,
+    "resume": True,
+    "batched_inference": True,
+}
+
+
+def test_every_option_has_a_value_to_try():
+    assert set(OTHER) == {o.field for o in OPTIONS}
+
+
+def test_the_plugin_registers_each_option_and_ini_key_from_the_registry():
+    parser = pytest.Parser(_ispytest=True)
+    add_options(parser)
+    registered = {opt.names()[0]: opt.attrs() for opt in parser.getgroup(GROUP).options}
+    assert list(registered) == [o.flag for o in OPTIONS]
+    for option in OPTIONS:
+        attrs = registered[option.flag]
+        assert attrs["dest"] == option.dest and attrs["help"] == option.help
+        assert attrs.get("metavar") == option.metavar
+        assert option.dest in parser._inidict  # the ini key of the same name
+
+
+def test_the_api_takes_the_registry_keywords_with_their_defaults():
+    parameters = inspect.signature(evaluate).parameters
+    api = {o.api: o for o in OPTIONS if o.api}
+    assert set(parameters) == set(api)
+    for name, option in api.items():
+        default = parameters[name].default
+        if name == "benchmarks":
+            assert default is inspect.Parameter.empty
+        else:
+            # None stands for the option's default (or, for metrics, "write no file").
+            assert default is None or default == option.dump(option.default), name
+
+
+def test_the_options_page_is_the_registry():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import options_page
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    page = options_page.PAGE.read_text()
+    assert options_page.rendered(page) == page
+    for option in OPTIONS:
+        assert f"`{option.flag}" in page and f"`{option.dest}`" in page
+
+
+def _other(option_field: str, tmp_path: Path) -> Settings:
+    """Settings with only this option changed from the defaults."""
+    option = next(o for o in OPTIONS if o.field == option_field)
+    base = validation.build(root=tmp_path)
+    value = option.parse(option.flag, OTHER[option_field])
+    return replace(base, **{option_field: value})
+
+
+@pytest.mark.parametrize("option", OPTIONS, ids=lambda o: o.field)
+def test_resume_compares_exactly_the_outcome_options(option, tmp_path: Path):
+    base = validation.build(root=tmp_path)
+    path = tmp_path / "metrics.json"
+    run = run_info.run_block(run_info.static_info([], tmp_path), base, 0, 0.0, False, 0)
+    write_metrics(path, build_metrics([], run, str(base.policy)))
+    changed = _other(option.field, tmp_path)
+    assert getattr(changed, option.field) != getattr(base, option.field)
+    if option.resume:
+        with pytest.raises(ResumeError, match=f"was made with {option.field} "):
+            load_resumable(path, changed)
+    else:
+        assert load_resumable(path, changed) == {}
+
+
+@pytest.mark.parametrize("option", [o for o in OPTIONS if o.rerun], ids=lambda o: o.field)
+def test_the_rerun_command_gives_back_each_setting_it_names(option, tmp_path: Path):
+    changed = _other(option.field, tmp_path)
+    command = rerun_command("benchmarks/test_metaworld.py", changed, _task())
+    flags = [part for part in command.split() if part.split("=")[0] == option.flag]
+    assert len(flags) == 1, command
+    text = True if option.is_flag else flags[0].split("=", 1)[1]
+    assert option.parse(option.flag, text) == getattr(changed, option.field)
+
+
+def test_only_the_options_that_decide_an_outcome_are_in_the_rerun_command(tmp_path: Path):
+    command = rerun_command("t.py", validation.build(root=tmp_path), _task())
+    assert (
+        command
+        == "pytest t.py --benchmark-task=metaworld/reach-v3 --benchmark-seed=1000 --benchmark-policy=scripted"
+    )
+    for option in OPTIONS:
+        if option.rerun is None and option.field != "tasks":  # the command names its task
+            changed = _other(option.field, tmp_path)
+            parts = rerun_command("t.py", changed, _task()).split()
+            assert not [p for p in parts if p.split("=")[0] == option.flag], option.field
+
+
+def test_the_run_block_holds_each_run_block_option(tmp_path: Path):
+    block = validation.build(root=tmp_path).as_dict()
+    assert list(block) == [o.field for o in OPTIONS if o.run_block]
+    json.dumps(block)  # plain JSON
+
+
+def test_snapshot_settings_are_the_options_with_a_snapshot_rule(tmp_path: Path):
+    task = _task()
+    state = validation.build(root=tmp_path).snapshot_settings(task)
+    assert state == {
+        "seed": 1000,
+        "max_steps": 500,
+        "obs": "state",
+        "image_size": None,
+        "settle_steps": None,
+    }
+    pixels = validation.build(root=tmp_path, obs="pixels", rename_map="a=b").snapshot_settings(task)
+    assert pixels == {
+        "seed": 1000, "max_steps": 500, "obs": "pixels", "image_size": [128, 128],
+        "settle_steps": None, "render": "faithful", "rename_map": {"a": "b"},
+    }  # fmt: skip
+    assert set(pixels) <= {o.field for o in OPTIONS if o.snapshot}
+
+
+def _task():
+    from pytest_benchmarks.core import catalog
+
+    return catalog.get("metaworld").select(["reach-v3"])[0]
