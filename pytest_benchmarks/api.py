@@ -1,9 +1,9 @@
 """Evaluating a policy outside pytest, e.g. every N steps of a training loop.
 
-``evaluate`` runs the same evaluation path as the plugin's fixtures (``evaluate_task`` over a
-``LazyVectorEnv``, with the same episode plan, checks and TaskResults) and writes the same
-metrics JSON, so numbers from a training run and from ``pytest --benchmark-policy=...`` agree
-episode for episode::
+``evaluate`` is a loop over the run engine the plugin's fixtures drive
+(``engine.run.RunEngine``: the same settings, episode plan, resume, recording and
+TaskResults) and writes the same metrics JSON, so numbers from a training run and from
+``pytest --benchmark-policy=...`` agree episode for episode::
 
     from pytest_benchmarks.api import evaluate
 
@@ -21,7 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pytest_benchmarks.core import catalog, validation
+from pytest_benchmarks.core import validation
 from pytest_benchmarks.core.benchmark import Benchmark
 from pytest_benchmarks.core.features import Feature
 from pytest_benchmarks.core.files import parts_dir
@@ -32,12 +32,9 @@ from pytest_benchmarks.core.selection import select
 from pytest_benchmarks.core.settings import DEFAULT_EPISODES, DEFAULT_SEED, OPTIONS
 from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.engine.dataset import DatasetSummary, build_dataset
-from pytest_benchmarks.engine.evaluation import evaluate_task
-from pytest_benchmarks.engine.recording import recorder_for
-from pytest_benchmarks.engine.vector import LazyVectorEnv, slots_for
+from pytest_benchmarks.engine.run import RunEngine
 from pytest_benchmarks.metrics import run_info
 from pytest_benchmarks.metrics.document import build_metrics, write_metrics
-from pytest_benchmarks.metrics.resume import carry_on, finished, load_resumable, plan_task
 from pytest_benchmarks.policies import make_policy
 from pytest_benchmarks.policies.declared import with_declared_images
 
@@ -113,54 +110,39 @@ def evaluate(
     validation.check_record_path(settings.record, settings.resume)
     if metrics is not None:
         validation.check_metrics_path(settings.metrics)
-    planned = settings.planned
-    slots = slots_for(settings)
+    engine = RunEngine.start(settings, selection)
     started = time.time()
     static = run_info.static_info(list(sys.argv), Path.cwd())
     out = Evaluation()
 
-    def keep(kept: TaskResult | None, result: TaskResult) -> None:
+    def keep(result: TaskResult) -> None:
         """The document with this task's result so far: called when the task ends, whether it
         finished or was interrupted."""
         run = run_info.run_block(static, settings, 0, started, True, None)
-        out.metrics = build_metrics([*out.results, carry_on(kept, result, planned)], run, spec)
+        out.metrics = build_metrics([*out.results, result], run, spec)
         if metrics is not None:
             write_metrics(settings.metrics, out.metrics)
 
-    earlier = load_resumable(settings.metrics, settings) if settings.resume else {}
-    done = finished(earlier.values())
-    for name, selected in selection.items():
-        benchmark = catalog.get(name)
-        for task in selected:
-            if task.id in done:
-                out.results.append(done[task.id])
-                continue
-            kept, indices = plan_task(earlier.get(task.id), settings.indices)
-            config = settings.env_config(task)
-            env = LazyVectorEnv(benchmark, config, slots, sync=settings.sync)
-            processors = benchmark.processors(config)
-            try:
-                result = evaluate_task(
-                    env,
-                    partial(
-                        build_policy,
-                        policy,
-                        benchmark,
-                        config,
-                        env.num_envs,
-                        settings.device,
-                        processors.features,
-                    ),
-                    processors=processors,
-                    seed=settings.seed,
-                    episodes=indices,
-                    # Also when the task is interrupted: its finished episodes are kept.
-                    record=partial(keep, kept),
-                    recorder=recorder_for(settings, benchmark, task, processors),
-                )
-            finally:
-                env.close()
-            out.results.append(carry_on(kept, result, planned))
+    kept = engine.kept
+    for task in engine.tasks():
+        if task.id in kept:
+            out.results.append(kept[task.id])
+            continue
+        env = engine.env(task)
+        processors = env.benchmark.processors(env.config)
+        make = partial(
+            build_policy,
+            policy,
+            env.benchmark,
+            env.config,
+            env.num_envs,
+            settings.device,
+            processors.features,
+        )
+        try:
+            out.results.append(engine.run_task(env, make, processors, keep))
+        finally:
+            env.close()
     run = run_info.run_block(static, settings, 0, started, False, 0)
     out.metrics = build_metrics(out.results, run, spec)
     if metrics is not None:

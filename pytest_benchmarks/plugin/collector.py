@@ -208,7 +208,7 @@ class ResultCollector:
             )
         state = self.state
         run = run_block(
-            self.static, state.settings, state.workers, state.started_at, partial, exitstatus
+            self.static, state.settings, state.engine.workers, state.started_at, partial, exitstatus
         )
         document = build_metrics(rows, run, str(self.state.settings.policy))
         path = self.state.settings.metrics

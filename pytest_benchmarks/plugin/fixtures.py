@@ -16,11 +16,7 @@ from pytest_benchmarks.core.policy import Policy, PolicyError
 from pytest_benchmarks.core.processors import EnvProcessors
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.tasks import TaskRef
-from pytest_benchmarks.engine.evaluation import evaluate_task
-from pytest_benchmarks.engine.recording import recorder_for
-from pytest_benchmarks.engine.trace import StepTraceFile, trace_path
 from pytest_benchmarks.engine.vector import LazyVectorEnv
-from pytest_benchmarks.metrics.resume import carry_on, plan_task
 from pytest_benchmarks.plugin.gate import GatedResult
 from pytest_benchmarks.plugin.progress import ProgressReporter
 from pytest_benchmarks.plugin.rerun import rerun_command
@@ -52,13 +48,7 @@ def env_processors(request: pytest.FixtureRequest, benchmark_task: TaskRef) -> E
 @pytest.fixture
 def vector_env(request: pytest.FixtureRequest, benchmark_task: TaskRef) -> Iterator[LazyVectorEnv]:
     """The task's vector env; its workers start on first use and stop after the test."""
-    state = get_state(request.config)
-    env = LazyVectorEnv(
-        catalog.get(benchmark_task.env),
-        state.env_config(benchmark_task),
-        state.batch_size,
-        sync=state.settings.sync or state.single_env,
-    )
+    env = get_state(request.config).engine.env(benchmark_task)
     try:
         yield env
     finally:
@@ -138,34 +128,17 @@ def evaluate(
         return policy
 
     def rollout() -> TaskResult:
-        settings = state.settings
-        tracer = (
-            StepTraceFile(trace_path(settings.metrics, benchmark_task)) if settings.debug else None
-        )
-        # --benchmark-resume: the episodes an interrupted run finished are kept, the rest run.
-        kept, episodes = plan_task(state.resumed.get(benchmark_task.id), settings.indices)
-        planned = settings.planned
         unbuilt = None
         try:
-            return carry_on(kept, evaluate_task(
+            return state.engine.run_task(
                 vector_env,
                 build_policy,
-                processors=env_processors,
-                seed=settings.seed,
-                episodes=episodes,
-                record=lambda result: record(carry_on(kept, result, planned)),
-                timeout=settings.timeout,
-                progress=ProgressReporter(request.node, settings.progress_s),
-                trace=tracer,
-                recorder=recorder_for(
-                    settings, vector_env.benchmark, benchmark_task, env_processors
-                ),
-            ), planned)  # fmt: skip
+                env_processors,
+                record,
+                progress=ProgressReporter(request.node, state.settings.progress_s),
+            )
         except PolicyError as exc:
             unbuilt = str(exc)
-        finally:
-            if tracer is not None:
-                tracer.close()
         # Outside the except block, so the failure is one line with no chained exception.
         pytest.fail(f"{benchmark_task.id}: {unbuilt}", pytrace=False)
 

@@ -14,7 +14,6 @@ import pytest
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.files import check_writable
 from pytest_benchmarks.core.tasks import TaskRef
-from pytest_benchmarks.metrics.resume import finished, plan_task
 from pytest_benchmarks.metrics.snapshots import DIRNAME
 from pytest_benchmarks.plugin import options, signals, untimed
 from pytest_benchmarks.plugin.collector import ResultCollector
@@ -220,13 +219,12 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 def resume_line(state: SessionState) -> str:
     """What --benchmark-resume keeps and what it still runs."""
-    if not state.resumed:
+    engine = state.engine
+    if not engine.resumed:
         return f"resume: no earlier results at {state.settings.metrics}; every task runs"
-    kept = finished(state.resumed.values())
-    runs = [task for task in state.task_ids() if task not in kept]
-    episodes = sum(
-        len(plan_task(state.resumed.get(task), state.settings.indices)[1]) for task in runs
-    )
+    kept = engine.kept
+    runs = [task for task in engine.tasks() if task.id not in kept]
+    episodes = sum(len(engine.missing(task)) for task in runs)
     return (
         f"resume: {len(kept)} finished tasks kept from {state.settings.metrics}; "
         f"{len(runs)} tasks run {episodes} episodes"

@@ -10,8 +10,8 @@ import pytest
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.settings import Settings
 from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
-from pytest_benchmarks.engine.vector import slots_for
-from pytest_benchmarks.metrics.resume import ResumeError, finished, load_resumable
+from pytest_benchmarks.engine.run import RunEngine
+from pytest_benchmarks.metrics.resume import ResumeError
 from pytest_benchmarks.metrics.stats import Comparison
 from pytest_benchmarks.plugin import options
 
@@ -20,17 +20,14 @@ from pytest_benchmarks.plugin import options
 class SessionState:
     """What the plugin knows about this session, in a worker or the controller."""
 
-    settings: Settings
-    #: Tasks to run per active benchmark.
-    selection: dict[str, list[TaskRef]]
+    #: The run: settings, tasks, what a resumed file keeps (the API drives the same engine).
+    engine: RunEngine
     #: Benchmarks skipped because their extra is not installed -> reason.
     unavailable: dict[str, str]
     #: Benchmarks left out by ``--benchmark-env``.
     excluded: list[str]
     #: True in an xdist worker: it runs tasks but writes no metrics file.
     is_worker: bool
-    #: xdist workers in the session (0 without xdist).
-    workers: int
     #: Results computed in this process, by task id: later tests of a task read them.
     cache: dict[str, TaskResult] = field(default_factory=dict)
     #: Results gathered from test reports (the controller's view), by task id.
@@ -39,26 +36,28 @@ class SessionState:
     #: Benchmark tests deselected, per benchmark, and benchmark tests collected.
     deselected: dict[str, int] = field(default_factory=dict)
     collected: int = 0
-    #: --benchmark-resume: the earlier run's results of this selection, by task id.
-    resumed: dict[str, TaskResult] = field(default_factory=dict)
     #: Per test function: the tasks that can fail, Tarone's K, the tasks with a snapshot.
     gate_families: dict[str, tuple[frozenset[str], int, int]] = field(default_factory=dict)
 
+    @property
+    def settings(self) -> Settings:
+        return self.engine.settings
+
+    @property
+    def selection(self) -> dict[str, list[TaskRef]]:
+        """Tasks to run per active benchmark."""
+        return self.engine.selection
+
+    @property
+    def resumed(self) -> dict[str, TaskResult]:
+        """--benchmark-resume: the earlier run's results of this selection, by task id."""
+        return self.engine.resumed
+
     def task_ids(self) -> set[str]:
-        return {t.id for tasks in self.selection.values() for t in tasks}
+        return self.engine.task_ids()
 
     def env_config(self, task: TaskRef) -> EnvConfig:
         return self.settings.env_config(task)
-
-    @property
-    def single_env(self) -> bool:
-        """One env in the test process: ``--benchmark-debug`` or ``--benchmark-episode``."""
-        return self.settings.debug or self.settings.episode_indices is not None
-
-    @property
-    def batch_size(self) -> int:
-        """The envs each task of this process steps together."""
-        return slots_for(self.settings, self.workers)
 
 
 def build_state(config: pytest.Config) -> SessionState:
@@ -74,25 +73,20 @@ def build_state(config: pytest.Config) -> SessionState:
         if is_worker
         else int(getattr(config.option, "numprocesses", 0) or 0)
     )
+    try:
+        engine = RunEngine.start(settings, selection.tasks, workers)
+    except ResumeError as exc:
+        raise pytest.UsageError(str(exc)) from None
     state = SessionState(
-        settings=settings,
-        selection=selection.tasks,
+        engine=engine,
         unavailable=selection.unavailable,
         excluded=selection.excluded,
         is_worker=is_worker,
-        workers=workers,
     )
-    if settings.resume:
-        try:
-            earlier = load_resumable(settings.metrics, settings)
-        except ResumeError as exc:
-            raise pytest.UsageError(str(exc)) from None
-        state.resumed = {i: r for i, r in earlier.items() if i in state.task_ids()}
-        # A finished task's tests read its kept result; its simulator never starts.
-        kept = finished(state.resumed.values())
-        state.cache.update(kept)
-        if not is_worker:
-            state.results.update(kept)
+    # A finished task's tests read its kept result; its simulator never starts.
+    state.cache.update(engine.kept)
+    if not is_worker:
+        state.results.update(engine.kept)
     return state
 
 

@@ -39,17 +39,19 @@ def make_policy(
         config = benchmark.describe(config)
     if kind == "scripted":
         return benchmark.scripted_policy(config.task, num_envs)
-    if kind in ("hub", "local", "module", "lerobot"):
+    if kind == "module":
+        from pytest_benchmarks.policies import sources
+
+        return sources.module_policy(argument, config, num_envs)
+    if kind in ("hub", "local", "lerobot"):
         from pytest_benchmarks.policies import sources
 
         provided = features if features is not None else dict(config.features)
-        device = worker_device(device, worker)
+        device = worker_device(device, worker)  # torch's device: resolved once, here
         if kind == "hub":
             return sources.hub_policy(argument, config, provided, num_envs, device)
         if kind == "local":
             return sources.local_policy(argument, config, provided, num_envs, device)
-        if kind == "module":
-            return sources.module_policy(argument, config, num_envs)
         return sources.lerobot_policy(argument, config, provided, num_envs, device)
     from pytest_benchmarks.policies.simple import NoisyPolicy, NoopPolicy, RandomPolicy
 

@@ -309,12 +309,26 @@ def write_parts(parts: Path, count: int) -> list[Path]:
     return paths
 
 
+def record_build(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``pytest-benchmarks record-build ARGS`` in this process (LeRobot, which writes the
+    dataset, imported once rather than by every command): exit status, stdout, stderr."""
+    from pytest_benchmarks import cli
+
+    capsys.readouterr()
+    try:
+        code = cli.main(["record-build", *args])
+    except SystemExit as exc:  # argparse's error(): status 2 and its message on stderr
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
 @pytest.mark.parametrize(
     ("damage", "index"),
     [("empty", 0), ("truncated", 2), ("random", 1)],  # the first read to order the parts, or later
 )
 def test_a_damaged_part_is_named_in_one_line_and_leaves_no_half_written_dataset(
-    tmp_path: Path, damage: str, index: int
+    tmp_path: Path, damage: str, index: int, capsys: pytest.CaptureFixture[str]
 ):
     out = tmp_path / "data"
     paths = write_parts(tmp_path / "data.parts", 3)
@@ -322,19 +336,18 @@ def test_a_damaged_part_is_named_in_one_line_and_leaves_no_half_written_dataset(
     damaged = {"empty": b"", "truncated": content[: len(content) // 2],
                "random": np.random.default_rng(0).bytes(len(content))}[damage]  # fmt: skip
     paths[index].write_bytes(damaged)
-    cli = [sys.executable, "-m", "pytest_benchmarks.cli", "record-build", str(out)]
-    done = subprocess.run(cli, capture_output=True, text=True, check=False)
-    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    line = done.stderr.strip()
+    code, _, err = record_build(capsys, str(out))
+    assert code == 2, err
+    line = err.strip()
     assert "\n" not in line and f"{paths[index]}: not a readable episode part (" in line, line
     assert line.endswith("; remove it to build the others")
     # Nothing at DIR, no temporary sibling left, every part kept: the build can run again.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data.parts"]
     assert sorted((tmp_path / "data.parts").rglob("*.npz")) == sorted(paths)
     paths[index].unlink()
-    again = subprocess.run(cli, capture_output=True, text=True, check=False)
-    assert again.returncode == 0, again.stderr
-    assert again.stdout.startswith(f"LeRobotDataset at {out}: 2 episodes")
+    code, out_text, err = record_build(capsys, str(out))
+    assert code == 0, err
+    assert out_text.startswith(f"LeRobotDataset at {out}: 2 episodes")
 
 
 def test_record_build_given_the_parts_folder_names_the_command_to_run(tmp_path: Path):
@@ -350,14 +363,15 @@ def test_record_build_given_the_parts_folder_names_the_command_to_run(tmp_path: 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data.parts"]
 
 
-def test_a_build_on_a_full_disk_leaves_no_dataset_and_keeps_every_part(full_disk: Path):
+def test_a_build_on_a_full_disk_leaves_no_dataset_and_keeps_every_part(
+    full_disk: Path, capsys: pytest.CaptureFixture[str]
+):
     (full_disk / "filler").unlink()
     paths = write_parts(full_disk / "data.parts", 3)
     fill_up(full_disk / "filler")
-    cli = [sys.executable, "-m", "pytest_benchmarks.cli", "record-build", str(full_disk / "data")]
-    done = subprocess.run(cli, capture_output=True, text=True, check=False)
-    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
-    line = done.stderr.strip().splitlines()[-1]
+    code, _, err = record_build(capsys, str(full_disk / "data"))
+    assert code != 0, err[-3000:]
+    line = err.strip().splitlines()[-1]
     assert line.startswith(
         f"pytest-benchmarks: error: cannot create a LeRobot dataset at {full_disk / 'data'}: "
     )
@@ -365,6 +379,6 @@ def test_a_build_on_a_full_disk_leaves_no_dataset_and_keeps_every_part(full_disk
     assert sorted(p.name for p in full_disk.iterdir()) == ["data.parts", "filler"]
     assert sorted((full_disk / "data.parts").rglob("*.npz")) == sorted(paths)
     (full_disk / "filler").unlink()
-    again = subprocess.run(cli, capture_output=True, text=True, check=False)
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert again.stdout.startswith(f"LeRobotDataset at {full_disk / 'data'}: 3 episodes")
+    code, out_text, err = record_build(capsys, str(full_disk / "data"))
+    assert code == 0, err[-3000:]
+    assert out_text.startswith(f"LeRobotDataset at {full_disk / 'data'}: 3 episodes")

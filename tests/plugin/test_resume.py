@@ -117,14 +117,15 @@ def test_a_resumed_run_stopped_before_an_unfinished_task_keeps_its_episodes(
 def test_a_file_of_other_settings_is_refused_in_one_line(toy_project: pytest.Pytester):
     toy_project.makepyfile(flaky=FLAKY)
     (toy_project.path / "calm").touch()
-    toy_project.runpytest_subprocess(*RUN, "--benchmark-metrics=run.json").assert_outcomes(passed=4)
+    toy_project.syspathinsert()  # the sessions run in this process: seven of them, one start-up
+    toy_project.runpytest(*RUN, "--benchmark-metrics=run.json").assert_outcomes(passed=4)
     for option, message in [
         ("--benchmark-seed=7", "seed 1000, this run has 7"),
         ("--benchmark-episodes=8", "episodes 6, this run has 8"),
         ("--benchmark-task=walk", "tasks ['walk', 'stroll'], this run has ['walk']"),
         ("--benchmark-policy=scripted", "policy 'module:flaky:make', this run has 'scripted'"),
     ]:
-        result = toy_project.runpytest_subprocess(
+        result = toy_project.runpytest(
             *RUN, "--benchmark-metrics=run.json", "--benchmark-resume", option
         )
         assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -133,18 +134,14 @@ def test_a_file_of_other_settings_is_refused_in_one_line(toy_project: pytest.Pyt
              "same settings, or run without --benchmark-resume"]
         )  # fmt: skip
     (toy_project.path / "bad.json").write_text("{")
-    broken = toy_project.runpytest_subprocess(
-        *RUN, "--benchmark-metrics=bad.json", "--benchmark-resume"
-    )
+    broken = toy_project.runpytest(*RUN, "--benchmark-metrics=bad.json", "--benchmark-resume")
     broken.stderr.fnmatch_lines(["ERROR: --benchmark-resume: *bad.json: not valid JSON *"])
     # A file written before --benchmark-batched-inference existed ran without it.
     path = toy_project.path / "run.json"
     document = json.loads(path.read_text())
     del document["run"]["batched_inference"]
     path.write_text(json.dumps(document))
-    older = toy_project.runpytest_subprocess(
-        *RUN, "--benchmark-metrics=run.json", "--benchmark-resume"
-    )
+    older = toy_project.runpytest(*RUN, "--benchmark-metrics=run.json", "--benchmark-resume")
     older.assert_outcomes(passed=4)
     older.stdout.fnmatch_lines(["resume: 2 finished tasks kept from *run.json*"])
 

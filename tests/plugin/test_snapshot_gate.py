@@ -34,7 +34,9 @@ def gated(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark-episodes=8", *args)
+    """A session in this process: the gate's sessions are many and short, and a new process
+    for each spent most of its time starting up."""
+    return pytester.runpytest("-p", "no:cacheprovider", "--benchmark-episodes=8", *args)
 
 
 def test_update_stores_one_file_per_task_and_a_rerun_passes(gated: pytest.Pytester):

@@ -70,7 +70,7 @@ def policy_steps(folder: Path, obs: str, batched: bool) -> tuple[np.ndarray, int
     benchmark = catalog.get("metaworld")
     task = benchmark.select(["reach-v3"])[0]
     config = Settings(
-        envs=None, tasks=None, episodes=1, batch_size=SLOTS, sync=True, seed=0, policy="x",
+        envs=None, tasks=None, episodes=1, batch_size=SLOTS, sync=True, seed=0, policy="random",
         max_steps=None, metrics=Path("m.json"), obs=obs, image_size=(SIZE, SIZE),
     ).env_config(task)  # fmt: skip
     config = replace(config, batched_inference=batched)
@@ -188,7 +188,8 @@ def test_the_gate_never_judges_batched_runs_by_batch_of_one_snapshots(
     pytester.makepyfile(test_mw=TESTS)
 
     def run(*extra: str) -> pytest.RunResult:
-        return pytester.runpytest_subprocess(
+        # In this process: LeRobot is imported once for the three sessions.
+        return pytester.runpytest(
             "-p", "no:cacheprovider", f"--benchmark-policy=lerobot:{checkpoints['act']}",
             "--benchmark-task=reach-v3", "--benchmark-episodes=2", "--benchmark-max-steps=4",
             "--benchmark-obs=pixels", f"--benchmark-image-size={SIZE}", "--benchmark-device=cpu",

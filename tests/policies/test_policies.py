@@ -120,7 +120,9 @@ def test_rollout(evaluate):
     assert evaluate().successes == evaluate().n_episodes
 """,
     )
-    result = pytester.runpytest_subprocess(
+    # In this process: four sessions, one start-up.
+    pytester.syspathinsert()
+    result = pytester.runpytest(
         "-p", "no:cacheprovider", "--benchmark-policy=module:my_policies:make"
     )
     result.assert_outcomes(passed=2)
@@ -134,7 +136,7 @@ def test_rollout(evaluate):
         ("module:my_policies:nothing", "module:my_policies:nothing: my_policies has no nothing"),
         ("module:no_such_module:make", "module:no_such_module:make: cannot import no_such_module*"),
     ):
-        bad = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--benchmark-policy={spec}")
+        bad = pytester.runpytest("-p", "no:cacheprovider", f"--benchmark-policy={spec}")
         bad.assert_outcomes(failed=2)  # each task's test; its row holds the error
         bad.stdout.fnmatch_lines(
             [f"*toy/walk: {message}", f"toy/walk *ERROR PolicyError: {message}"]

@@ -145,15 +145,19 @@ def test_the_backbone_resolves_offline_from_the_hub_cache_or_fails_in_one_line(
 ):
     commit = "0123456789abcdef0123456789abcdef01234567"
     hub_cache(tmp_path / "hub", "my-org/tiny-vlm", vlm_backbone, commit)
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # The sessions run in this process (LeRobot imported once), under HF_HUB_CACHE and
+    # HF_HUB_OFFLINE=1 as huggingface_hub read them at its import.
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     pytester.makepyfile(test_mw=TESTS)
     run = ["-p", "no:cacheprovider", "--benchmark-task=reach-v3", "--benchmark-episodes=1",
            "--benchmark-max-steps=4", f"--benchmark-image-size={SIZE}"]  # fmt: skip
 
     found = named_backbone(metaworld_smolvla, tmp_path / "found", "my-org/tiny-vlm")
     metrics = tmp_path / "m.json"
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         *run, f"--benchmark-policy=lerobot:{found}", f"--benchmark-metrics={metrics}"
     )
     result.assert_outcomes(passed=1)
@@ -161,7 +165,7 @@ def test_the_backbone_resolves_offline_from_the_hub_cache_or_fails_in_one_line(
     assert identity["backbone"] == f"my-org/tiny-vlm@{commit}"
 
     absent = named_backbone(metaworld_smolvla, tmp_path / "absent", "my-org/absent-vlm")
-    result = pytester.runpytest_subprocess(*run, f"--benchmark-policy=lerobot:{absent}")
+    result = pytester.runpytest(*run, f"--benchmark-policy=lerobot:{absent}")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [f"*lerobot:{absent}: its backbone (vlm_model_name) my-org/absent-vlm: not in the "

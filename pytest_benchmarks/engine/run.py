@@ -1,0 +1,124 @@
+"""One run, without pytest: the engine that ``pytest_benchmarks.api.evaluate`` loops over and
+the plugin's fixtures drive, task by task.
+
+It owns what a run decides once (the settings, the selected tasks, what a resumed file keeps,
+the slots each task steps) and runs one task at a time to a ``TaskResult``: the episodes its
+plan still lacks, after the ones a resumed file kept, with the run's recorder, step trace and
+deadline. Whatever ends the task, the result so far goes to the caller's ``writer``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.policy import Policy
+from pytest_benchmarks.core.processors import EnvProcessors
+from pytest_benchmarks.core.results import TaskResult
+from pytest_benchmarks.core.settings import Settings
+from pytest_benchmarks.core.tasks import TaskRef
+from pytest_benchmarks.engine.evaluation import evaluate_task
+from pytest_benchmarks.engine.recording import recorder_for
+from pytest_benchmarks.engine.trace import StepTraceFile, trace_path
+from pytest_benchmarks.engine.vector import LazyVectorEnv, slots_for
+from pytest_benchmarks.metrics.resume import carry_on, finished, load_resumable, plan_task
+
+#: Receives a task's result whenever the task ends, finished or not.
+Writer = Callable[[TaskResult], None]
+
+
+@dataclass
+class RunEngine:
+    """A run's settings and tasks, and what a resumed file keeps of them."""
+
+    settings: Settings
+    #: The selected tasks per benchmark.
+    selection: dict[str, list[TaskRef]]
+    #: xdist workers sharing this machine (0: none); decides the automatic batch size.
+    workers: int = 0
+    #: --benchmark-resume: the earlier run's results of the selected tasks, by task id.
+    resumed: dict[str, TaskResult] = field(default_factory=dict)
+
+    @classmethod
+    def start(
+        cls, settings: Settings, selection: dict[str, list[TaskRef]], workers: int = 0
+    ) -> RunEngine:
+        """The engine of a run; with ``settings.resume``, the file it carries on is read and
+        checked here (``metrics.resume.ResumeError``, one line)."""
+        engine = cls(settings, selection, workers)
+        if settings.resume:
+            ids = engine.task_ids()
+            earlier = load_resumable(settings.metrics, settings)
+            engine.resumed = {i: r for i, r in earlier.items() if i in ids}
+        return engine
+
+    def task_ids(self) -> set[str]:
+        return {task.id for tasks in self.selection.values() for task in tasks}
+
+    def tasks(self) -> list[TaskRef]:
+        """Every selected task, in selection order."""
+        return [task for tasks in self.selection.values() for task in tasks]
+
+    @property
+    def kept(self) -> dict[str, TaskResult]:
+        """The tasks a resumed file finished: their results stand, their simulators never
+        start."""
+        return finished(self.resumed.values())
+
+    def missing(self, task: TaskRef) -> list[int]:
+        """The episode indices of ``task`` this run still runs."""
+        return plan_task(self.resumed.get(task.id), self.settings.indices)[1]
+
+    @property
+    def single_env(self) -> bool:
+        """One env in the calling process: ``--benchmark-debug`` or ``--benchmark-episode``."""
+        return self.settings.debug or self.settings.episode_indices is not None
+
+    @property
+    def batch_size(self) -> int:
+        """The envs each task steps together."""
+        return slots_for(self.settings, self.workers)
+
+    def env(self, task: TaskRef) -> LazyVectorEnv:
+        """The task's vector env; its workers start on first use. The caller closes it."""
+        return LazyVectorEnv(
+            catalog.get(task.env),
+            self.settings.env_config(task),
+            self.batch_size,
+            sync=self.settings.sync or self.single_env,
+        )
+
+    def run_task(
+        self,
+        env: LazyVectorEnv,
+        policy: Policy | Callable[[], Policy],
+        processors: EnvProcessors,
+        writer: Writer,
+        progress: Callable[[TaskResult], None] | None = None,
+    ) -> TaskResult:
+        """Run the episodes ``env``'s task still lacks, within ``--benchmark-timeout``, and
+        return the task's whole row (the kept episodes first). ``writer`` gets that row however
+        the task ends; an error propagates after it (see ``evaluation.evaluate_task``)."""
+        settings = self.settings
+        task = env.config.task
+        kept, episodes = plan_task(self.resumed.get(task.id), settings.indices)
+        planned = settings.planned
+        trace = StepTraceFile(trace_path(settings.metrics, task)) if settings.debug else None
+        try:
+            result = evaluate_task(
+                env,
+                policy,
+                processors=processors,
+                seed=settings.seed,
+                episodes=episodes,
+                record=lambda partial: writer(carry_on(kept, partial, planned)),
+                timeout=settings.timeout,
+                progress=progress,
+                trace=trace,
+                recorder=recorder_for(settings, env.benchmark, task, processors),
+            )
+        finally:
+            if trace is not None:
+                trace.close()
+        return carry_on(kept, result, planned)
