@@ -105,23 +105,32 @@ def evaluate(
     if resume and metrics is None:
         raise validation.OptionError("--benchmark-resume: needs metrics=PATH, the run to carry on")
     settings = with_declared_images(settings)
-    spec = str(settings.policy)
-    selection = select(settings).tasks
     validation.check_record_path(settings.record, settings.resume)
     if metrics is not None:
         validation.check_metrics_path(settings.metrics)
-    engine = RunEngine.start(settings, selection)
+    out = run(RunEngine.start(settings, select(settings).tasks), policy, write=metrics is not None)
+    if settings.record is not None:
+        out.dataset = build_dataset(parts_dir(settings.record), settings.record)
+    return out
+
+
+def run(engine: RunEngine, policy: PolicyLike, write: bool) -> Evaluation:
+    """Every task of the engine's run, in order, the metrics document rebuilt (and written,
+    when ``write``) whenever a task ends, finished or interrupted."""
+    settings, spec = engine.settings, str(engine.settings.policy)
     started = time.time()
     static = run_info.static_info(list(sys.argv), Path.cwd())
     out = Evaluation()
 
-    def keep(result: TaskResult) -> None:
-        """The document with this task's result so far: called when the task ends, whether it
-        finished or was interrupted."""
-        run = run_info.run_block(static, settings, 0, started, True, None)
-        out.metrics = build_metrics([*out.results, result], run, spec)
-        if metrics is not None:
+    def document(results: list[TaskResult], unfinished: bool) -> None:
+        status = None if unfinished else 0
+        block = run_info.run_block(static, settings, 0, started, unfinished, status)
+        out.metrics = build_metrics(results, block, spec)
+        if write:
             write_metrics(settings.metrics, out.metrics)
+
+    def keep(result: TaskResult) -> None:
+        document([*out.results, result], unfinished=True)
 
     kept = engine.kept
     for task in engine.tasks():
@@ -130,25 +139,13 @@ def evaluate(
             continue
         env = engine.env(task)
         processors = env.benchmark.processors(env.config)
-        make = partial(
-            build_policy,
-            policy,
-            env.benchmark,
-            env.config,
-            env.num_envs,
-            settings.device,
-            processors.features,
-        )
+        make = partial(build_policy, policy, env.benchmark, env.config, env.num_envs,
+                       settings.device, processors.features)  # fmt: skip
         try:
             out.results.append(engine.run_task(env, make, processors, keep))
         finally:
             env.close()
-    run = run_info.run_block(static, settings, 0, started, False, 0)
-    out.metrics = build_metrics(out.results, run, spec)
-    if metrics is not None:
-        write_metrics(settings.metrics, out.metrics)
-    if settings.record is not None:
-        out.dataset = build_dataset(parts_dir(settings.record), settings.record)
+    document(out.results, unfinished=False)
     return out
 
 

@@ -21,6 +21,7 @@ from pytest_benchmarks.metrics.document import build_metrics, write_metrics
 from pytest_benchmarks.metrics.run_info import run_block, static_info
 from pytest_benchmarks.metrics.stats import Comparison, holm, summary
 from pytest_benchmarks.metrics.table import table
+from pytest_benchmarks.plugin import payload
 from pytest_benchmarks.plugin.nodeids import task_of_nodeid
 from pytest_benchmarks.plugin.progress import progress_line
 from pytest_benchmarks.plugin.recording import build_record
@@ -70,16 +71,16 @@ class ResultCollector:
             worker = getattr(getattr(node, "gateway", None), "id", None)
             self.show(progress_line(progress, worker))
             return
-        verdict = getattr(report, "benchmark_gate", None)
-        if verdict is not None:
-            self.verdicts[report.nodeid] = verdict
-        kept = getattr(report, "benchmark_kept", None)
-        if kept is not None:
-            self.kept.append(kept)
-        row = getattr(report, "benchmark_result", None)
-        if row is None:
+        carried = payload.read(report)
+        if carried is None:
             return
-        result = TaskResult.from_row(row)
+        if carried.verdict is not None:
+            self.verdicts[report.nodeid] = carried.verdict
+        if carried.kept is not None:
+            self.kept.append(carried.kept)
+        result = carried.task_result()
+        if result is None:
+            return
         self.state.results.setdefault(result.task.id, result)
         self.write(partial=True, exitstatus=None)
 

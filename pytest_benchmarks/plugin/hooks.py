@@ -6,7 +6,6 @@ The hooks stay thin; the work is done by plain functions in the other modules.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from dataclasses import asdict
 from typing import Any
 
 import pytest
@@ -15,14 +14,11 @@ from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.files import check_writable
 from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.metrics.snapshots import DIRNAME
-from pytest_benchmarks.plugin import options, signals, untimed
+from pytest_benchmarks.plugin import options, payload, signals, untimed
 from pytest_benchmarks.plugin.collector import ResultCollector
 from pytest_benchmarks.plugin.nodeids import task_of_nodeid
 from pytest_benchmarks.plugin.progress import PROGRESS
 from pytest_benchmarks.plugin.session import (
-    GATE,
-    KEPT,
-    PENDING,
     STATE,
     WORKER_COUNTS,
     WORKER_ROWS,
@@ -152,22 +148,7 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    result = item.stash.get(PENDING, None)
-    if result is not None:
-        # Carried to the controller on the report (xdist serialises report attributes).
-        report.benchmark_result = result.to_row()  # type: ignore[attr-defined]
-        del item.stash[PENDING]
-    verdict = item.stash.get(GATE, None)
-    if verdict is not None and report.when == "call":
-        family, size, comparison = verdict
-        report.benchmark_gate = {  # type: ignore[attr-defined]
-            "family": family,
-            "family_size": size,
-            "comparison": asdict(comparison),
-        }
-    kept = item.stash.get(KEPT, None)
-    if kept is not None and report.when == "call":
-        report.benchmark_kept = kept  # type: ignore[attr-defined]
+    payload.attach(report, item)  # carried to the controller (xdist serialises it)
     return report
 
 
