@@ -18,8 +18,9 @@ from pytest_benchmarks.core.files import parts_dir
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.engine.vector import describe_exit
 from pytest_benchmarks.metrics.document import build_metrics, write_metrics
+from pytest_benchmarks.metrics.judgement import judge, summary_lines
 from pytest_benchmarks.metrics.run_info import run_block, static_info
-from pytest_benchmarks.metrics.stats import Comparison, holm, summary
+from pytest_benchmarks.metrics.stats import Comparison
 from pytest_benchmarks.metrics.table import table
 from pytest_benchmarks.plugin import payload
 from pytest_benchmarks.plugin.nodeids import task_of_nodeid
@@ -265,46 +266,11 @@ class ResultCollector:
         self.gate_summary(write)
 
     def judge(self) -> None:
-        """Holm's step-down over each test function's verdicts: the tests judged each task at
-        its first step (alpha / tasks that can fail); later steps need every p-value."""
-        families: dict[str, tuple[int, list[Comparison]]] = {}
-        for verdict in self.verdicts.values():
-            data = dict(verdict["comparison"], notes=tuple(verdict["comparison"]["notes"]))
-            size, group = families.setdefault(verdict["family"], (verdict["family_size"], []))
-            group.append(Comparison(**data))
-        self.judged, self.late = [], set()
-        for size, group in families.values():
-            if self.state.settings.gate != "stat":
-                self.judged += group
-                continue
-            after_holm = holm(group, self.state.settings.alpha, size)
-            for before, after in zip(group, after_holm, strict=True):
-                self.judged.append(after)
-                if after.regression and not before.regression:
-                    self.late.add(after.task)
+        """Holm's step-down over each test function's verdicts (``metrics.judgement``)."""
+        settings = self.state.settings
+        self.judged, self.late = judge(self.verdicts.values(), settings.gate, settings.alpha)
 
     def gate_summary(self, write: Any) -> None:
-        """A count line, then each regression, each task that could not fail, each improvement
-        and each snapshot --snapshot-update kept."""
-        for line in self.kept:
+        settings = self.state.settings
+        for line in summary_lines(self.judged, self.late, self.kept, settings.gate, settings.alpha):
             write(line)
-        if not self.judged:
-            return
-        judged = sorted(self.judged, key=lambda c: c.task)
-        down = [c for c in judged if c.regression]
-        up = [c for c in judged if c.verdict == "improvement"]
-        blind = [c for c in judged if c.verdict == "cannot fail"]
-        s = self.state.settings
-        level = ""
-        if s.gate == "stat":
-            level = f", alpha {s.alpha:g}, Holm over the tasks that can fail"
-        write(f"snapshot gate ({s.gate}{level}): {len(judged)} compared, {summary(judged)}")
-        for c in down:
-            late = " (Holm's step-down, after the tests ran: the session fails)"
-            write(f"  REGRESSION {c.line()}{late if c.task in self.late else ''}")
-        for c in blind:
-            write(f"  cannot fail {c.line()}")
-        for c in up:
-            write(f"  improved   {c.line()}")
-        if up:
-            write("  improvements pass; run with --snapshot-update to make them the new baseline")
