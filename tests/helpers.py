@@ -103,7 +103,7 @@ def step_side_by_side(
     ``at_reset(a, b)`` checks more after each reset. Returns the episodes that succeeded."""
     import numpy as np
 
-    from pytest_benchmarks.envs.libero.benchmark import EXPERT_KEY
+    from pytest_benchmarks.core.expert_action import EXPERT_KEY
 
     rng = np.random.default_rng(0)
     successes = 0

@@ -20,8 +20,8 @@ import time
 from typing import Any
 
 from pytest_benchmarks.core import catalog, rendering
+from pytest_benchmarks.core.expert_action import EXPERT_KEY
 from pytest_benchmarks.core.tasks import EnvConfig
-from pytest_benchmarks.envs.libero.benchmark import EXPERT_KEY
 
 
 def make(task: str, reuse: bool, lean: bool, obs: str) -> Any:

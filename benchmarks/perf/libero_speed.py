@@ -40,7 +40,7 @@ def build_time(obs: str, rounds: int = 3) -> float:
     """Median time to build one env after LIBERO is imported."""
     from pytest_benchmarks.core import catalog
     from pytest_benchmarks.core.tasks import EnvConfig
-    from pytest_benchmarks.envs.libero.benchmark import LiberoTaskEnv
+    from pytest_benchmarks.envs.libero.env import LiberoTaskEnv
 
     task = catalog.get("libero").select(["libero_spatial/0"])[0]
     times = []

@@ -58,7 +58,7 @@ def own_env(benchmark: str, task: str, size: int) -> tuple[Any, Any]:
             return {"corner2_image": env.render()}
 
         return step, env.close
-    from pytest_benchmarks.envs.libero.benchmark import CAMERAS, NOOP
+    from pytest_benchmarks.envs.libero.env import CAMERAS, NOOP
     from pytest_benchmarks.envs.libero.setup import prepare
 
     prepare()

@@ -278,7 +278,7 @@ def libero_parity(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> 
 
 
 def test_lerobot_axis_angle_without_torch_agrees_with_torch():
-    from pytest_benchmarks.envs.libero.benchmark import (
+    from pytest_benchmarks.envs.libero.env import (
         axis_angle_float32_numpy,
         axis_angle_float32_torch,
     )

@@ -16,9 +16,7 @@ episode *i* with seed *s* is ``lerobot-eval``'s episode with seed *s*.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from functools import cache
-from importlib import metadata
 from typing import Any
 
 import gymnasium as gym
@@ -28,102 +26,19 @@ from pytest_benchmarks.core.benchmark import Benchmark
 from pytest_benchmarks.core.features import Feature
 from pytest_benchmarks.core.processors import Batch, EnvProcessors, camera_renames
 from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
-from pytest_benchmarks.envs.metaworld.goals import N_GOALS, MT1Goals
+from pytest_benchmarks.envs.metaworld.env import (
+    CAMERA,
+    ENV_STATE,
+    IMAGE_KEY,
+    LEROBOT_STATE_DIM,
+    MAX_STEPS,
+    OBS_DIM,
+    MetaWorldTaskEnv,
+    spaces,
+)
+from pytest_benchmarks.envs.metaworld.expert import ScriptedMetaWorldPolicy, package_version
+from pytest_benchmarks.envs.metaworld.goals import N_GOALS
 from pytest_benchmarks.envs.metaworld.tasks import DESCRIPTIONS, GROUPS
-from pytest_benchmarks.envs.mujoco import render as mujoco_render
-
-MAX_STEPS = 500
-OBS_DIM = 39
-ACTION_DIM = 4
-CAMERA = "corner2"
-IMAGE_KEY = f"{CAMERA}_image"
-#: LeRobot's wrapper: where it puts the corner2 camera, and the state entries it keeps.
-LEROBOT_CAMERA_POS = (0.75, 0.075, 0.7)
-LEROBOT_STATE_DIM = 4
-ENV_STATE = "observation.environment_state"
-
-
-class MetaWorldTaskEnv(gym.Env[np.ndarray, np.ndarray]):
-    """One Meta-World task whose reset takes the goal variation from ``options["init_state"]``."""
-
-    def __init__(self, config: EnvConfig) -> None:
-        import metaworld
-
-        name = config.task.task
-        self._goals = MT1Goals(name, config.seed)  # MT1's goals, drawn as episodes ask
-        self._pixels = config.obs in ("pixels", "lerobot")
-        height, width = config.image_size
-        render: dict[str, Any] = {"render_mode": "rgb_array", "camera_name": CAMERA, "width": width,
-                  "height": height} if self._pixels or config.video != "none" else {}  # fmt: skip
-        self._frame: np.ndarray | None = None
-        self._current: Callable[[], None] = lambda: None  # makes this env's GL context current
-        self._env = metaworld.env_dict.ALL_V3_ENVIRONMENTS[name](**render)
-        #: LeRobot's layout draws each scene from the reset's seed, as LeRobot's wrapper does.
-        self._seeded_scene = config.obs == "lerobot"
-        if config.obs == "lerobot":
-            self._env.model.cam_pos[self._env.model.camera(CAMERA).id] = LEROBOT_CAMERA_POS
-        if render:
-            mujoco_render.configure_model(self._env.model, config.image_size, config.render)
-            # gymnasium makes the camera's viewer on the first frame; make it now to set it up.
-            viewer = self._env.mujoco_renderer._get_viewer(render["render_mode"])
-            # gymnasium renders into whichever GL context is current: with several envs in one
-            # process (--benchmark-sync) that is the last one made, so each frame makes its own.
-            self._current = viewer.make_context_current
-            self._current()
-            mujoco_render.configure_scene(viewer.scn, config.render)
-            mujoco_render.configure_meshes(self._env.model, viewer.con, config.render)
-        self._env.max_path_length = config.max_steps
-        self.observation_space, self.action_space = spaces(config)
-        if not self._pixels:  # the env's own bounds, more precise than the declared ones
-            self.observation_space = self._env.observation_space
-
-    def _observe(self, state: np.ndarray) -> Any:
-        if not self._pixels:
-            return state
-        self._frame = self._draw()
-        return {"state": state, IMAGE_KEY: self._frame}
-
-    def _draw(self) -> np.ndarray:
-        """The camera's frame, drawn in this env's GL context."""
-        self._current()
-        return self._env.render()
-
-    def render(self) -> np.ndarray:
-        """The corner2 camera, upright (for videos); the observation's frame when there is one."""
-        frame = self._frame if self._pixels and self._frame is not None else self._draw()
-        return np.ascontiguousarray(frame[::-1, ::-1])
-
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[np.ndarray, dict[str, Any]]:
-        goal = 0 if self._seeded_scene else int((options or {}).get("init_state", 0))
-        self._env.set_task(self._goals[goal])
-        if self._seeded_scene:  # the positions come from the seeded RNG, not the task
-            self._env._freeze_rand_vec = False
-            self._env.seeded_rand_vec = True
-        if seed is not None:
-            self._env.seed(seed)
-        obs, _ = self._env.reset()
-        return self._observe(obs), {}
-
-    def step(self, action: np.ndarray) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        obs, reward, terminated, truncated, info = self._env.step(action)
-        success = {"success": bool(info["success"])}
-        return self._observe(obs), float(reward), bool(terminated), bool(truncated), success
-
-    def close(self) -> None:
-        self._goals.close()
-        self._env.close()
-
-
-def spaces(config: EnvConfig) -> tuple[gym.Space[Any], gym.spaces.Box]:
-    """Declared from the config alone, so no simulator is built to learn them."""
-    state = gym.spaces.Box(-np.inf, np.inf, (OBS_DIM,), np.float64)
-    action = gym.spaces.Box(-1.0, 1.0, (ACTION_DIM,), np.float32)
-    if config.obs == "state":
-        return state, action
-    image = gym.spaces.Box(0, 255, (*config.image_size, 3), np.uint8)
-    return gym.spaces.Dict({"state": state, IMAGE_KEY: image}), action
 
 
 def full_state(batch: Batch) -> Batch:
@@ -202,39 +117,6 @@ def lerobot_descriptions() -> dict[str, str]:
         return {}
 
 
-class ScriptedMetaWorldPolicy:
-    """Meta-World's hand-written expert for one task, applied row by row to the batch."""
-
-    def __init__(self, task: str) -> None:
-        from metaworld.policies import ENV_POLICY_MAP
-
-        expert: Any = ENV_POLICY_MAP[task]  # a concrete policy class, typed as the base
-        self._expert = expert()
-        self._name = type(self._expert).__name__
-
-    def reset(self, slots: Sequence[int], seeds: Sequence[int]) -> None:
-        pass  # the experts are stateless
-
-    def act(self, batch: dict[str, Any]) -> np.ndarray:
-        states = np.asarray(batch["observation.state"], dtype=np.float64)
-        actions = np.empty((len(states), ACTION_DIM), dtype=np.float32)
-        for row, state in enumerate(states):
-            actions[row] = self._expert.get_action(state)
-        # The experts' gains can overshoot; the env would clip to [-1, 1] anyway. (Rounding to
-        # float32 first clips to the same values: -1 and 1 are exact.) Ufuncs, not np.clip,
-        # whose dispatch costs more than the clipping at this size.
-        np.minimum(actions, 1.0, out=actions)
-        np.maximum(actions, -1.0, out=actions)
-        return actions
-
-    def identity(self) -> dict[str, str | None]:
-        return {
-            "source": "scripted",
-            "id": f"metaworld.policies.{self._name}",
-            "revision": _version("metaworld"),
-        }
-
-
 class MetaWorld(Benchmark):
     name = "metaworld"
     extra = "metaworld"
@@ -284,12 +166,4 @@ class MetaWorld(Benchmark):
         return ScriptedMetaWorldPolicy(task.task)
 
     def identity(self) -> dict[str, str | None]:
-        return {"name": self.name, "version": _version("metaworld")}
-
-
-@cache
-def _version(distribution: str) -> str | None:
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return None
+        return {"name": self.name, "version": package_version("metaworld")}

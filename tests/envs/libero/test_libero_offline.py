@@ -231,7 +231,7 @@ def test_camera_renames_must_name_a_camera(pytester: pytest.Pytester):
 
 
 def test_scripted_expert_covers_pick_and_place_goals_from_bddl():
-    from pytest_benchmarks.envs.libero.benchmark import bddl_path
+    from pytest_benchmarks.envs.libero.env import bddl_path
     from pytest_benchmarks.envs.libero.expert.plan import goal_of, unsupported
 
     benchmark = catalog.get("libero")

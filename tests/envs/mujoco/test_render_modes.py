@@ -55,7 +55,7 @@ def libero_own_frames(task_id: int, episodes: int) -> dict[str, np.ndarray]:
     hard reset: a new model and render context each time)."""
     import os
 
-    from pytest_benchmarks.envs.libero.benchmark import CAMERAS, NOOP
+    from pytest_benchmarks.envs.libero.env import CAMERAS, NOOP
     from pytest_benchmarks.envs.libero.setup import prepare
 
     prepare()
