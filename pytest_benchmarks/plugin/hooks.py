@@ -15,17 +15,16 @@ from pytest_benchmarks.core.files import check_writable
 from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.metrics.snapshots import DIRNAME
 from pytest_benchmarks.plugin import options, payload, signals, untimed
-from pytest_benchmarks.plugin.collector import ResultCollector
+from pytest_benchmarks.plugin.controller import Controller
 from pytest_benchmarks.plugin.nodeids import task_of_nodeid
 from pytest_benchmarks.plugin.progress import PROGRESS
 from pytest_benchmarks.plugin.session import (
     STATE,
-    WORKER_COUNTS,
-    WORKER_ROWS,
     SessionState,
     build_state,
     get_state,
 )
+from pytest_benchmarks.plugin.worker import Worker
 
 MARKER = "benchmark_env"
 
@@ -51,8 +50,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "(parametrizes the benchmark_task fixture)",
     )
     state = config.stash[STATE] = build_state(config)
-    if not state.is_worker:
-        config.pluginmanager.register(ResultCollector(config, state), "benchmarks-collector")
+    if state.is_worker:
+        config.pluginmanager.register(Worker(state), "benchmarks-worker")
+    else:
+        config.pluginmanager.register(Controller(config, state), "benchmarks-controller")
     xdist_controller = not state.is_worker and bool(getattr(config.option, "numprocesses", None))
     role = "worker" if state.is_worker else "controller" if xdist_controller else "session"
     config.stash[RESTORE_SIGNALS] = signals.install(role)
@@ -150,18 +151,6 @@ def pytest_runtest_makereport(
     report = yield
     payload.attach(report, item)  # carried to the controller (xdist serialises it)
     return report
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """An xdist worker hands its results to the controller once more at its end: a task
-    interrupted mid-test (Ctrl-C, SIGTERM) never got a report, but its finished episodes are in
-    this worker's cache. tryfirst: before xdist sends ``workeroutput``."""
-    state = session.config.stash.get(STATE, None)
-    workeroutput = getattr(session.config, "workeroutput", None)
-    if state is not None and state.is_worker and workeroutput is not None:
-        workeroutput[WORKER_ROWS] = [result.to_row() for result in state.cache.values()]
-        workeroutput[WORKER_COUNTS] = [state.collected, state.deselected]
 
 
 @pytest.hookimpl(tryfirst=True)

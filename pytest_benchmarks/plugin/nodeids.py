@@ -1,4 +1,4 @@
-"""Which task a test id belongs to, from its parameters; shared by the scheduler and collector."""
+"""Which task a test id belongs to, from its parameters (the scheduler's and the controller's)."""
 
 from __future__ import annotations
 

@@ -39,7 +39,7 @@ class TaskScheduling(LoadScopeScheduling):
         """Requeue a crashed worker's unfinished tests, except those of the task that crashed it.
 
         The crashed task's other tests would run its episodes again and crash the next worker;
-        they are dropped and listed in ``dropped`` for the collector to fail with one line.
+        they are dropped and listed in ``dropped`` for the controller to fail with one line.
         LoadScopeScheduling requeues the crashed worker's whole workload: the crashing test would
         kill worker after worker, and a unit whose tests all finished would be handed to the
         replacement worker as an empty batch, after which nothing schedules again and the

@@ -1,4 +1,5 @@
-"""The controller's side: gather TaskResults from test reports, write metrics, print the table.
+"""The controller's side (registered in the controller only; ``worker`` is the xdist worker's):
+gather TaskResults from test reports, write metrics, print the table.
 
 Results ride on test reports, so the same code serves runs with and without xdist, and a crashed
 worker loses only the task it was running. The metrics JSON is rewritten atomically after every
@@ -43,7 +44,7 @@ def worker_exit(worker: Any) -> str:
     return "crashed" if code is None else describe_exit(code)
 
 
-class ResultCollector:
+class Controller:
     """A plugin object registered in the controller process only."""
 
     def __init__(self, config: pytest.Config, state: SessionState) -> None:
