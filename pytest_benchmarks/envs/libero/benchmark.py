@@ -149,7 +149,7 @@ class Libero(Benchmark):
 
     def scripted_missing(self, task: TaskRef) -> str | None:
         """The scripted expert covers the tasks whose BDDL goal it can plan, except those it is
-        known to fail (``libero_expert.CANNOT``)."""
+        known to fail (``expert.plan.CANNOT``)."""
         from pytest_benchmarks.envs.libero.expert.plan import CANNOT, goal_of, unsupported
 
         problem = CANNOT.get((task.suite, int(task.task_id))) or unsupported(

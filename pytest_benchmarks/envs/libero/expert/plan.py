@@ -15,7 +15,8 @@ tilted, can take it from under the drawer), each step ending
 when LIBERO's own predicate holds after it lets go. The expert runs beside the simulator, in the
 process that steps the env, because it reads privileged state: poses, extents and joints from
 MuJoCo, never pixels. Each step computes the next action in LIBERO's own action space
-(``libero_motion``); a pick-and-place is ``libero_pick_expert``'s.
+(``motion``); a pick-and-place is ``pick``'s (its scene in ``pick_scene``, its plan in
+``pick_plan``).
 """
 
 from __future__ import annotations
