@@ -82,15 +82,3 @@ def offline_pi_tokenizer(pi_hub_cache: Path, monkeypatch: pytest.MonkeyPatch) ->
 
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(pi_hub_cache))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-
-
-#: The longest tests (minutes each: a fresh venv beside LeRobot, the record-train-evaluate
-#: loop), collected first: under xdist they then run beside the others rather than after them.
-FIRST = (
-    "test_install.py::test_the_plugin_installs_beside",
-    "test_train_smoke.py::test_record_train_evaluate_loop",
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: not any(name in item.nodeid for name in FIRST))
