@@ -46,7 +46,7 @@ class Option:
     run_block: bool = True
     #: The setting as the metrics JSON holds it, and as the option's text (rerun command).
     dump: Callable[[Any], Any] = values.jsonable
-    show: Callable[[Any], str] = values.text
+    show: Callable[[Any], str] = str
     #: Filled in from the ``Settings`` field.
     field: str = ""
     default: Any = None

@@ -80,12 +80,6 @@ def _device(flag: str, value: Any) -> str:
     return device
 
 
-def _positive_seconds(expected: str, minimum_ok: bool = False) -> values.Parser:
-    if minimum_ok:
-        return values.number(lambda x: 0 <= x < math.inf, expected)
-    return values.number(lambda x: 0 < x < math.inf, expected)
-
-
 #: Where the image size came from when no option gave it and no checkpoint declared one.
 DEFAULT_SOURCE = "the default"
 #: ... when --benchmark-image-size (or the API's image_size) gave it.
@@ -197,13 +191,13 @@ class Settings:
     progress_s: float = setting(DEFAULT_PROGRESS_S, Option(
         "seconds between progress lines of a running task (episodes done, successes); "
         "0 = after every episode (default 10)",
-        _positive_seconds("a number of seconds >= 0", minimum_ok=True), "SECONDS", name="progress",
-        run_block=False,
+        values.number(lambda x: 0 <= x < math.inf, "a number of seconds >= 0"), "SECONDS",
+        name="progress", run_block=False,
     ))
     timeout: float | None = setting(None, Option(
         "seconds a task may take (env start-up and all its episodes); a task past it is stopped, "
         "its env workers killed, and it is recorded as timed out (default: no limit)",
-        _positive_seconds("a number of seconds > 0"), "SECONDS",
+        values.number(lambda x: 0 < x < math.inf, "a number of seconds > 0"), "SECONDS",
     ))
     shard: tuple[int, int] | None = setting(None, Option(
         "run only shard I of N: the selected tasks, sorted by id, whose position mod N is I-1 "
@@ -300,6 +294,11 @@ class Settings:
     def indices(self) -> tuple[int, ...]:
         """The episode indices each task runs."""
         return self.episode_indices or tuple(range(self.episodes))
+
+    @property
+    def single_env(self) -> bool:
+        """One env in the calling process: ``--benchmark-debug`` or ``--benchmark-episode``."""
+        return self.debug or self.episode_indices is not None
 
     @property
     def planned(self) -> int:

@@ -13,16 +13,17 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from pytest_benchmarks.core.files import check_writable, parts_dir
 from pytest_benchmarks.core.policy_spec import PolicySpec, lerobot_missing
 from pytest_benchmarks.core.settings import (
+    DEFAULT_METRICS,
     DEFAULT_SOURCE,
     MAX_EPISODES,
     MAX_SEED,
+    OPTION_SOURCE,
     OPTIONS,
     Settings,
 )
@@ -55,11 +56,9 @@ def build(*, root: Path, **given: Any) -> Settings:
         for option in OPTIONS
         if given.get(option.key) is not None
     }
-    result = Settings(**chosen)
-    if "metrics" not in chosen:
-        result = replace(result, metrics=root / result.metrics)
-    if "image_size" not in chosen:
-        result = replace(result, image_size_from=DEFAULT_SOURCE)
+    chosen.setdefault("metrics", root / DEFAULT_METRICS)
+    source = OPTION_SOURCE if "image_size" in chosen else DEFAULT_SOURCE
+    result = Settings(**chosen, image_size_from=source)
     _check_policy_source(result.policy)
     if result.batched_inference and not result.policy.is_lerobot:
         raise OptionError(

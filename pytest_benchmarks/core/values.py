@@ -163,7 +163,3 @@ def jsonable(value: Any) -> Any:
 
 def pairs_json(value: tuple[tuple[str, str], ...]) -> dict[str, str]:
     return dict(value)
-
-
-def text(value: Any) -> str:
-    return str(value)

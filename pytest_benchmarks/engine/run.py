@@ -71,11 +71,6 @@ class RunEngine:
         return plan_task(self.resumed.get(task.id), self.settings.indices)[1]
 
     @property
-    def single_env(self) -> bool:
-        """One env in the calling process: ``--benchmark-debug`` or ``--benchmark-episode``."""
-        return self.settings.debug or self.settings.episode_indices is not None
-
-    @property
     def batch_size(self) -> int:
         """The envs each task steps together."""
         return slots_for(self.settings, self.workers)
@@ -86,7 +81,7 @@ class RunEngine:
             catalog.get(task.env),
             self.settings.env_config(task),
             self.batch_size,
-            sync=self.settings.sync or self.single_env,
+            sync=self.settings.sync or self.settings.single_env,
         )
 
     def run_task(

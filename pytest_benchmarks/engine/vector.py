@@ -172,7 +172,7 @@ def slots_for(settings: Settings, workers: int = 0) -> int:
     ``--benchmark-episode`` (one env, in the test process), else ``--benchmark-batch-size``
     capped by the plan, else ``auto_batch_size`` for this process's share of the CPUs."""
     episodes = settings.planned
-    if settings.debug or settings.episode_indices is not None:
+    if settings.single_env:
         return 1
     if settings.batch_size:
         return min(settings.batch_size, episodes)

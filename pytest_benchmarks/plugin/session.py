@@ -84,9 +84,10 @@ def build_state(config: pytest.Config) -> SessionState:
         is_worker=is_worker,
     )
     # A finished task's tests read its kept result; its simulator never starts.
-    state.cache.update(engine.kept)
+    kept = engine.kept
+    state.cache.update(kept)
     if not is_worker:
-        state.results.update(engine.kept)
+        state.results.update(kept)
     return state
 
 

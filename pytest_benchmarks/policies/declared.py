@@ -34,13 +34,27 @@ class DeclaredImages:
 
 def checkpoint_config(spec: PolicySpec) -> dict[str, Any] | None:
     """The ``config.json`` of a ``lerobot:`` spec (a directory or ``REPO_ID[@REVISION]``), or
-    None when it is missing or not a JSON object (the policy's loading says why).
-    PolicySourceError when a Hub checkpoint's cannot be had (not cached, Hub unreachable)."""
+    None when it is missing, not a JSON object or the id is no valid repository id (the
+    policy's loading says why). A Hub checkpoint's comes from the cache when it is there (so
+    xdist workers read what the controller fetched), else from the Hub; PolicySourceError when
+    it cannot be had (not cached, Hub unreachable)."""
     folder = Path(spec.argument).expanduser()
     if spec.local or folder.is_dir():
         path = folder / "config.json"
     else:
-        path = hub_snapshot(spec.argument, str(spec), ["config.json"])[0] / "config.json"
+        from huggingface_hub import try_to_load_from_cache
+
+        repo_id, revision = spec.repo
+        try:
+            cached = try_to_load_from_cache(repo_id, "config.json", revision=revision)
+            if isinstance(cached, str):
+                path = Path(cached)
+            else:
+                path = hub_snapshot(spec.argument, str(spec), ["config.json"])[0] / "config.json"
+        except PolicySourceError:
+            raise
+        except ValueError:  # not a valid repository id
+            return None
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -229,6 +229,9 @@ def test_a_hub_checkpoints_declared_image_size_needs_only_its_config(
         declared_images(absent.policy)
     assert str(missing.value).startswith("lerobot:my-org/other: not in the local Hub cache")
     assert "\n" not in str(missing.value)
+    # No valid repository id: no declared size (the policy's loading names the problem).
+    bad = validation.build(root=tmp_path, policy="lerobot:my-org/no such repo")
+    assert declared_images(bad.policy) is None and with_declared_images(bad) == bad
 
 
 def test_a_camera_the_env_lacks_is_padded_with_a_blank_image(
