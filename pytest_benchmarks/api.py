@@ -26,7 +26,7 @@ from pytest_benchmarks.core.benchmark import Benchmark
 from pytest_benchmarks.core.features import Feature
 from pytest_benchmarks.core.files import parts_dir
 from pytest_benchmarks.core.policy import Policy
-from pytest_benchmarks.core.policy_spec import PolicySpec
+from pytest_benchmarks.core.policy_spec import Loading, PolicySpec
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.selection import select
 from pytest_benchmarks.core.settings import DEFAULT_EPISODES, DEFAULT_SEED, OPTIONS
@@ -140,7 +140,7 @@ def run(engine: RunEngine, policy: PolicyLike, write: bool) -> Evaluation:
         env = engine.env(task)
         processors = env.benchmark.processors(env.config)
         make = partial(build_policy, policy, env.benchmark, env.config, env.num_envs,
-                       settings.device, processors.features)  # fmt: skip
+                       settings.loading, processors.features)  # fmt: skip
         try:
             out.results.append(engine.run_task(env, make, processors, keep))
         finally:
@@ -154,12 +154,12 @@ def build_policy(
     benchmark: Benchmark,
     config: EnvConfig,
     num_envs: int,
-    device: str,
+    loading: Loading,
     features: dict[str, Feature],
 ) -> Policy:
     """The task's policy from a spec, an instance (used as is) or a factory."""
     if isinstance(policy, (str, PolicySpec)):
-        return make_policy(policy, benchmark, config, num_envs, device, features)
+        return make_policy(policy, benchmark, config, num_envs, loading, features)
     if isinstance(policy, Policy):
         return policy
     return policy(config, num_envs)

@@ -26,7 +26,6 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +80,7 @@ def latency(folder: Path, batch: int, steps: int, size: int, batched: bool, shif
     """Seconds per ``act`` call over ``steps`` steps (slot 1 restarted at steps // 4 if
     ``shift``)."""
     from pytest_benchmarks.core import catalog
+    from pytest_benchmarks.core.policy_spec import Loading
     from pytest_benchmarks.core.settings import Settings
     from pytest_benchmarks.policies import make_policy
 
@@ -91,8 +91,9 @@ def latency(folder: Path, batch: int, steps: int, size: int, batched: bool, shif
         policy=f"lerobot:{folder}",
         max_steps=None, metrics=Path("m.json"), image_size=(size, size),
     ).env_config(task)  # fmt: skip
-    config = replace(config, batched_inference=batched)
-    policy: Any = make_policy(f"lerobot:{folder}", benchmark, config, batch, "cpu")
+    policy: Any = make_policy(
+        f"lerobot:{folder}", benchmark, config, batch, Loading(batched_inference=batched)
+    )
     rng = np.random.default_rng(0)
     observation = {
         "observation.images.image": rng.integers(0, 256, (batch, size, size, 3), dtype=np.uint8),

@@ -26,6 +26,17 @@ class PolicySpecError(ValueError):
     """A ``--benchmark-policy`` value that names no known policy source."""
 
 
+@dataclass(frozen=True)
+class Loading:
+    """How a learned policy is placed and fed: its device, the renames its pre-processor applies
+    (``lerobot-eval --rename_map``) and whether slots at one phase share a forward pass. The env
+    never reads them, so they travel beside ``EnvConfig``, not in it."""
+
+    device: str = "cpu"
+    rename_map: tuple[tuple[str, str], ...] = ()
+    batched_inference: bool = False
+
+
 def _typed_path(text: str) -> bool:
     """A path as a user types one (``./x``, ``../x``, ``/x``, ``~/x``)."""
     return text.startswith(("/", "./", "../", "~"))

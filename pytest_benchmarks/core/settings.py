@@ -16,7 +16,7 @@ from typing import Any
 from pytest_benchmarks.core import catalog, values
 from pytest_benchmarks.core.benchmark import Benchmark
 from pytest_benchmarks.core.options import Option, registry, setting
-from pytest_benchmarks.core.policy_spec import PolicySpec, PolicySpecError
+from pytest_benchmarks.core.policy_spec import Loading, PolicySpec, PolicySpecError
 from pytest_benchmarks.core.tasks import DEFAULT_IMAGE_SIZE, EnvConfig, TaskRef, did_you_mean
 from pytest_benchmarks.core.values import OptionError
 
@@ -270,12 +270,14 @@ class Settings:
 
     def snapshot_settings(self, task: TaskRef) -> dict[str, Any]:
         """The settings a task's outcome depends on, as its snapshot records them: the
-        options with a snapshot rule, at the values the task's env resolves them to."""
+        options with a snapshot rule, at the values the task's env resolves them to (the
+        policy's own settings as given)."""
         config = self.env_config(task)
         pixels = config.obs != "state"
         recorded: dict[str, Any] = {}
         for option in OPTIONS:
-            value = getattr(config, option.field, None)
+            source = config if hasattr(config, option.field) else self
+            value = getattr(source, option.field)
             rule = option.snapshot
             if rule is None or (rule == "pixels" and not pixels):
                 continue
@@ -305,6 +307,11 @@ class Settings:
         """How many episodes each task's plan holds."""
         return len(self.indices)
 
+    @property
+    def loading(self) -> Loading:
+        """How a learned policy is loaded: the settings the policy reads and the env does not."""
+        return Loading(self.device, self.rename_map, self.batched_inference)
+
     def env_config(self, task: TaskRef) -> EnvConfig:
         """What the task's env needs from these settings (the plugin's and the API's)."""
         benchmark = catalog.get(task.env)
@@ -317,8 +324,6 @@ class Settings:
             render=self.render,
             settle_steps=self.settle_steps,
             camera_map=self.camera_map,
-            rename_map=self.rename_map,
-            batched_inference=self.batched_inference,
             video=self.video,
             video_dir=str(self.metrics.parent / "videos"),
             privileged=self.policy.expert_based,

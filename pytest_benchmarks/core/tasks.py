@@ -67,10 +67,6 @@ class EnvConfig:
     settle_steps: int | None = None
     #: Renames of camera observation keys: (env key, policy feature suffix) pairs.
     camera_map: tuple[tuple[str, str], ...] = ()
-    #: LeRobot policies: feature renames applied by the policy's pre-processor (old, new).
-    rename_map: tuple[tuple[str, str], ...] = ()
-    #: LeRobot policies: slots at the same phase share one forward pass.
-    batched_inference: bool = False
     #: The env also computes its scripted expert's next action from privileged state (for
     #: policies built on the expert), where the benchmark's expert needs the simulator.
     privileged: bool = False

@@ -72,7 +72,7 @@ def policy(
             vector_env.benchmark,
             vector_env.config,
             vector_env.num_envs,
-            settings.device,
+            settings.loading,
             env_processors.features,
             worker,
         )

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pytest_benchmarks.core.policy import Policy
-from pytest_benchmarks.core.policy_spec import PolicySpec
+from pytest_benchmarks.core.policy_spec import Loading, PolicySpec
 from pytest_benchmarks.policies.hub import worker_device
 
 if TYPE_CHECKING:
@@ -21,13 +22,14 @@ def make_policy(
     benchmark: Benchmark,
     config: EnvConfig,
     num_envs: int,
-    device: str = "cpu",
+    loading: Loading | str = "cpu",
     features: dict[str, Feature] | None = None,
     worker: str | None = None,
 ) -> Policy:
-    """Build the policy a spec names, for one task and ``num_envs`` slots, on ``device``
-    (auto, cpu, cuda or cuda:N), resolved here and only for learned policies: ``worker`` (an
-    xdist worker's id) picks its GPU (``policies.hub.worker_device``).
+    """Build the policy a spec names, for one task and ``num_envs`` slots, loaded as ``loading``
+    says (or a device alone: auto, cpu, cuda or cuda:N). The device is resolved here and only for
+    learned policies: ``worker`` (an xdist worker's id) picks its GPU
+    (``policies.hub.worker_device``).
 
     Learned policies are checked against the env's ``features`` (default: the benchmark's
     declared ones) before any episode runs.
@@ -47,12 +49,15 @@ def make_policy(
         from pytest_benchmarks.policies import sources
 
         provided = features if features is not None else dict(config.features)
-        device = worker_device(device, worker)  # torch's device: resolved once, here
+        if isinstance(loading, str):
+            loading = Loading(loading)
+        # torch's device: resolved once, here
+        loading = replace(loading, device=worker_device(loading.device, worker))
         if kind == "hub":
-            return sources.hub_policy(argument, config, provided, num_envs, device)
+            return sources.hub_policy(argument, config, provided, num_envs, loading.device)
         if kind == "local":
-            return sources.local_policy(argument, config, provided, num_envs, device)
-        return sources.lerobot_policy(argument, config, provided, num_envs, device)
+            return sources.local_policy(argument, config, provided, num_envs, loading.device)
+        return sources.lerobot_policy(argument, config, provided, num_envs, loading)
     from pytest_benchmarks.policies.simple import NoisyPolicy, NoopPolicy, RandomPolicy
 
     action_space = config.action_space

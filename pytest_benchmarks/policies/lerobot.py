@@ -40,6 +40,7 @@ import torch
 from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.features import IMAGE_PREFIX, Feature, check_features
 from pytest_benchmarks.core.policy import BACKBONE
+from pytest_benchmarks.core.policy_spec import Loading
 from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.policies import backbone, slot_batch
 
@@ -165,9 +166,10 @@ class LeRobotPolicy:
         config: EnvConfig,
         features: dict[str, Feature],
         num_envs: int,
-        device: str,
+        loading: Loading,
     ) -> LeRobotPolicy:
         """Policy, processors and feature check from a checkpoint folder; LeRobotLoadError."""
+        device = loading.device
         from lerobot.configs.policies import PreTrainedConfig
         from lerobot.policies.factory import get_policy_class, make_pre_post_processors
 
@@ -187,7 +189,7 @@ class LeRobotPolicy:
         if vlm is not None:
             identity = {**identity, BACKBONE: vlm.label}
         wanted = {k: tuple(f.shape) for k, f in policy_config.input_features.items()}
-        renames = dict(config.rename_map)
+        renames = dict(loading.rename_map)
         seen = {renames.get(k, k): f for k, f in policy_view(features).items()}
         # SmolVLA and the pi0 family fill the cameras the batch lacks themselves (up to
         # ``empty_cameras``), as in LeRobot's evaluation: nothing is padded for them, and one
@@ -224,7 +226,7 @@ class LeRobotPolicy:
         return cls(
             policy, (pre, post), identity, device, num_envs,
             [(k, wanted[k]) for k in pad], (action_space.low, action_space.high), renames,
-            config.batched_inference,
+            loading.batched_inference,
         )  # fmt: skip
 
     @property

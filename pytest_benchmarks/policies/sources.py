@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.features import check_features
 from pytest_benchmarks.core.files import file_hash
-from pytest_benchmarks.core.policy_spec import lerobot_missing, names_directory
+from pytest_benchmarks.core.policy_spec import Loading, lerobot_missing, names_directory
 from pytest_benchmarks.policies.hub import PolicySourceError, hub_snapshot
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def module_policy(argument: str, config: EnvConfig, num_envs: int) -> Policy:
 
 
 def lerobot_policy(
-    argument: str, config: EnvConfig, features: dict[str, Feature], num_envs: int, device: str
+    argument: str, config: EnvConfig, features: dict[str, Feature], num_envs: int, loading: Loading
 ) -> Policy:
     """A LeRobot pretrained policy: a checkpoint directory, or ``REPO_ID[@REVISION]`` on the Hub
     (through huggingface_hub's cache, like ``hub:``), with its processors."""
@@ -118,6 +118,6 @@ def lerobot_policy(
         folder, repo_id, commit = hub_snapshot(argument, f"lerobot:{argument}")
         identity = {"source": "lerobot", "id": repo_id, "revision": commit}
     try:
-        return LeRobotPolicy.load(folder, identity, config, features, num_envs, device)
+        return LeRobotPolicy.load(folder, identity, config, features, num_envs, loading)
     except LeRobotLoadError as exc:
         raise PolicySourceError(str(exc)) from None

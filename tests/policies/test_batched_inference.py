@@ -7,7 +7,6 @@ batch-of-one inference."""
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from helpers import read_metrics
 
 from pytest_benchmarks.api import evaluate
 from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.policy_spec import Loading
 from pytest_benchmarks.core.settings import Settings
 from pytest_benchmarks.metrics.snapshots import SnapshotFormatError, check_inference
 from pytest_benchmarks.policies import make_policy, slot_batch
@@ -73,8 +73,9 @@ def policy_steps(folder: Path, obs: str, batched: bool) -> tuple[np.ndarray, int
         envs=None, tasks=None, episodes=1, batch_size=SLOTS, sync=True, seed=0, policy="random",
         max_steps=None, metrics=Path("m.json"), obs=obs, image_size=(SIZE, SIZE),
     ).env_config(task)  # fmt: skip
-    config = replace(config, batched_inference=batched)
-    policy: Any = make_policy(f"lerobot:{folder}", benchmark, config, SLOTS, "cpu")
+    policy: Any = make_policy(
+        f"lerobot:{folder}", benchmark, config, SLOTS, Loading(batched_inference=batched)
+    )
     rng = np.random.default_rng(0)
     image = rng.integers(0, 256, (1, SIZE, SIZE, 3), dtype=np.uint8).repeat(SLOTS, 0)
     batch = {"task": ["reach the goal"] * SLOTS}

@@ -239,13 +239,14 @@ def test_cameras_read_through_a_rename_map_are_rendered(vlm_backbone: Path, tmp_
     task = benchmark.select(["libero_spatial/0"])[0]
     renames = {"observation.images.image": "observation.images.camera1",
                "observation.images.image2": "observation.images.camera2"}  # fmt: skip
-    config = Settings(
+    settings = Settings(
         envs=None, tasks=None, episodes=1, batch_size=1, sync=True, seed=0,
         policy=f"lerobot:{folder}", max_steps=4, metrics=Path("m.json"),
         image_size=(SIZE, SIZE), rename_map=tuple(renames.items()),
-    ).env_config(task)  # fmt: skip
+    )  # fmt: skip
+    config = settings.env_config(task)
     features = benchmark.processors(config).features
-    policy = make_policy(f"lerobot:{folder}", benchmark, config, 1, "cpu", features)
+    policy = make_policy(f"lerobot:{folder}", benchmark, config, 1, settings.loading, features)
     assert set(renames) <= set(policy.input_features)  # type: ignore[attr-defined]
     env = LazyVectorEnv(benchmark, config, 1, sync=True)
     env.skip_unread_cameras(policy)
