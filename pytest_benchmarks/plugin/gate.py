@@ -2,6 +2,8 @@
 
 ``evaluate()`` returns a GatedResult, a TaskResult whose comparison with syrupy's ``snapshot``
 fixture is handed to ``check_against_snapshot``; TaskResult itself stays plain data. The
+comparison only answers and records its one-line reason (``VERDICT``); ``verdict`` turns that
+into the test's failure when the test's call ends, so ``==`` never raises. The
 snapshot file format is ``metrics.snapshots``; the syrupy extension that stores and compares
 it, ``snapshot_extension``; the statistics, ``metrics.stats``.
 """
@@ -70,8 +72,22 @@ def family(item: pytest.Item) -> tuple[str, frozenset[str], int, int]:
     return key, members, k, compared
 
 
+#: Why the gate failed a test's task, in one line, for ``verdict`` (item stash).
+VERDICT = pytest.StashKey[str]()
+
+
+def verdict(item: pytest.Item, raised: BaseException | None) -> None:
+    """The gate's verdict as the test's outcome, when its call has ended: a failed comparison
+    fails the test with its one line, whether the test asserted it (the AssertionError gives way
+    to the line) or ignored the False."""
+    line = item.stash.get(VERDICT, None)
+    if line is not None and (raised is None or isinstance(raised, AssertionError)):
+        raise pytest.fail.Exception(line, pytrace=False) from None  # the line alone
+
+
 def check_against_snapshot(result: TaskResult, assertion: SnapshotAssertion) -> bool:
-    """``result == snapshot``: True when the gate passes; otherwise the test fails with one line.
+    """``result == snapshot``: True when the gate passes; otherwise False, with the one line
+    that says why recorded for ``verdict``.
 
     With ``--snapshot-update`` the result is stored (rewritten only if its outcome changed, and
     never replacing a snapshot of more episodes or other settings without
@@ -82,8 +98,9 @@ def check_against_snapshot(result: TaskResult, assertion: SnapshotAssertion) -> 
     update = bool(assertion.update_snapshots)
     if settings.gate == "off" and not update:
         return True
-    gated = assertion.use_extension(BenchmarkSnapshotExtension)
-    extension = gated.extension
+    # The fixture itself, with the extension for this one comparison (syrupy restores it after):
+    # its failed comparison is the one pytest's assertion report then reads.
+    extension = assertion(extension_class=BenchmarkSnapshotExtension).extension
     assert isinstance(extension, BenchmarkSnapshotExtension)
     key, members, k, compared = family(item)
     extension.context = GateContext(
@@ -97,25 +114,28 @@ def check_against_snapshot(result: TaskResult, assertion: SnapshotAssertion) -> 
         k=k,
         compared=compared,
     )
-    passed = gated == result
-    execution = gated.executions[max(gated.executions)]
+    passed = assertion == result
+    execution = assertion.executions[max(assertion.executions)]
     comparison = extension.comparison
     if comparison is not None:
         item.stash[GATE] = (key, len(members), comparison)
     if extension.kept is not None:
         item.stash[KEPT] = extension.kept
     blind = comparison is not None and comparison.verdict == "cannot fail"
+    where = execution.snapshot_location
     if passed and blind and settings.gate_power == "fail":
         assert comparison is not None
-        pytest.fail(f"{comparison.line()} (--benchmark-gate-power=fail)", pytrace=False)
-    if passed:
+        line = f"{comparison.line()} (--benchmark-gate-power=fail)"
+    elif passed:
         return True
-    where = execution.snapshot_location
-    if execution.exception is not None:
-        pytest.fail(f"{result.task.id}: snapshot {where}: {execution.exception}", pytrace=False)
-    if comparison is not None:
-        pytest.fail(f"{comparison.line()} (if intended, {UPDATE_HINT})", pytrace=False)
-    pytest.fail(f"{result.task.id}: no snapshot at {where}; {UPDATE_HINT}", pytrace=False)
+    elif execution.exception is not None:
+        line = f"{result.task.id}: snapshot {where}: {execution.exception}"
+    elif comparison is not None:
+        line = f"{comparison.line()} (if intended, {UPDATE_HINT})"
+    else:
+        line = f"{result.task.id}: no snapshot at {where}; {UPDATE_HINT}"
+    item.stash[VERDICT] = line
+    return False
 
 
 class GatedResult(TaskResult):

@@ -14,7 +14,7 @@ from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.files import check_writable
 from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.metrics.snapshots import DIRNAME
-from pytest_benchmarks.plugin import options, payload, signals, untimed
+from pytest_benchmarks.plugin import gate, options, payload, signals, untimed
 from pytest_benchmarks.plugin.controller import Controller
 from pytest_benchmarks.plugin.nodeids import task_of_nodeid
 from pytest_benchmarks.plugin.progress import PROGRESS
@@ -142,6 +142,17 @@ def check_snapshot_dirs(config: pytest.Config, nodeids: list[str]) -> None:
                 f"--snapshot-update: cannot write snapshots in {folder}: {exc}",
                 returncode=pytest.ExitCode.USAGE_ERROR,
             )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    try:
+        result = yield
+    except BaseException as exc:
+        gate.verdict(item, exc)
+        raise
+    gate.verdict(item, None)
+    return result
 
 
 @pytest.hookimpl(wrapper=True)

@@ -98,7 +98,9 @@ class BenchmarkSnapshotExtension(SingleFileSnapshotExtension):
 
     @classmethod
     def get_file_basename(cls, *, test_location: PyTestLocation, index: Any) -> str:
-        suffix = f"[{index}]" if isinstance(index, str) else f".{index}" if index else ""
+        """One file per task and test: a second comparison in one test (syrupy's index 1, 2...)
+        is judged against the same snapshot; a name given with ``snapshot(name=...)`` is kept."""
+        suffix = f"[{index}]" if isinstance(index, str) else ""
         return file_stem(task_of(test_location).id, suffix)
 
     @classmethod

@@ -194,6 +194,23 @@ def test_partial_runs_neither_report_nor_delete_other_tasks(gated: pytest.Pytest
         assert {p.name for p in (gated.path / SNAPS).iterdir()} == {"walk.json", "stroll.json"}
 
 
+def test_the_comparison_only_answers_and_the_test_still_fails_on_a_drop(gated: pytest.Pytester):
+    """``==`` raises nothing (a comparison kept in a variable is False); the gate's verdict is
+    the test's outcome when its call ends, asserted or not, in the same one line."""
+    run(gated, "--snapshot-update").assert_outcomes(passed=2)
+    gated.makepyfile(
+        test_gate=GATED.replace(
+            "assert evaluate() == snapshot",
+            "same = evaluate() == snapshot\n    print('compared:', same)",
+        )
+    )
+    result = run(gated, "--benchmark-max-steps=21", "-s")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*compared: True", "*compared: False"])
+    result.stdout.fnmatch_lines(["*toy/stroll: 8/8*→ regression*(if intended, *)"])
+    assert "Traceback" not in result.stdout.str()
+
+
 def test_a_missing_snapshot_fails_and_says_how_to_create_it(gated: pytest.Pytester):
     result = run(gated, "--benchmark-task=walk")
     result.assert_outcomes(failed=1)
