@@ -23,6 +23,7 @@ from pytest_benchmarks.core.policy import Policy
 from pytest_benchmarks.core.processors import EnvProcessors
 from pytest_benchmarks.core.results import EpisodeRecord
 from pytest_benchmarks.engine.recording import EpisodeRecorder
+from pytest_benchmarks.engine.tallies import Tallies
 from pytest_benchmarks.engine.vector import reset_slots
 
 #: (episode index, step number from 1, action, reward, success flag) of one step.
@@ -96,101 +97,72 @@ def run_episodes(
     assert isinstance(env.single_action_space, gym.spaces.Box), env.single_action_space
     check_actions = ActionCheck(env.single_action_space, n)
     pending = deque(plan)
-    running: list[EpisodeSpec | None] = [None] * n
-    # Per-slot tallies as Python lists: a step's bookkeeping costs a few list operations
-    # rather than a numpy call per tally (each a microsecond at this size).
-    sum_reward = [0.0] * n
-    max_reward = [-math.inf] * n
-    steps = [0] * n
-    succeeded = [False] * n
-    started = [0.0] * n
-    fresh = False  # episodes began in the last reset (``start``)
+    slots = Tallies(n)
 
-    def start(slots: Sequence[int]) -> object:
-        """Start the next planned episodes in ``slots``; park the slots left without one."""
-        nonlocal fresh
+    def start(ids: Sequence[int]) -> object:
+        """Start the next planned episodes in slots ``ids``; park the slots left without one."""
         specs: dict[int, tuple[int, int, int] | None] = {}
-        for slot in slots:
+        for slot in ids:
             spec = pending.popleft() if pending else None
-            running[slot] = spec
+            slots.assign(slot, spec)
             specs[slot] = None if spec is None else (spec.seed, spec.init_state, spec.index)
-            active[slot] = spec is not None
         obs, _ = reset_slots(env, specs)
-        begun = [slot for slot, start in specs.items() if start is not None]
+        begun = [slot for slot, begins in specs.items() if begins is not None]
         if begun:
             policy.reset(begun, [specs[slot][0] for slot in begun])  # type: ignore[index]
             if recorder is not None:
                 recorder.begin(begun)
-        fresh = True
-        now = time.perf_counter()
-        for slot in begun:
-            sum_reward[slot], max_reward[slot] = 0.0, -math.inf
-            steps[slot], succeeded[slot] = 0, False
-            started[slot] = now
+        slots.begin(begun, time.perf_counter())
         return obs
 
-    active = [False] * n  # a list: any() on it is cheaper than on an array, every step
-    fresh = True  # an episode started: check the observations' shapes and dtypes too
     obs = start(range(n))
-    while any(active):
+    fresh = True  # an episode started: check the observations' shapes and dtypes too
+    while any(slots.active):
         batch = processors(obs)
         processors.check(batch, n, layout=fresh)
         fresh = False
         actions = policy.act(batch)
         problem = check_actions(actions)
         if problem:
-            where = ", ".join(
-                f"episode {s.index} step {steps[i]}" for i, s in enumerate(running) if s
-            )
-            who = policy.identity()
-            name = ":".join(str(who.get(k)) for k in ("source", "id") if who.get(k))
-            raise ActionError(f"{problem} (policy {name}; {where})")
+            raise ActionError(f"{problem} (policy {policy_name(policy)}; {slots.where()})")
         obs, rewards, terminated, truncated, info = env.step(actions)
         step_rewards = rewards.tolist()
         if not math.isfinite(sum(step_rewards)):
-            bad = [
-                f"{step_rewards[i]} (episode {s.index} step {steps[i] + 1})"
-                for i, s in enumerate(running)
-                if s and not math.isfinite(step_rewards[i])
-            ]
-            raise RewardError("the env returned a non-finite reward: " + ", ".join(bad))
-        # Parked slots report reward 0, no success and no end; their tallies are reset before
-        # they run another episode, so nothing here needs masking.
-        wins = info["success"].tolist()
-        for slot, reward in enumerate(step_rewards):
-            sum_reward[slot] += reward
-            if reward > max_reward[slot]:
-                max_reward[slot] = reward
-            steps[slot] += 1
-            succeeded[slot] = succeeded[slot] or wins[slot]
-        if recorder is not None:
-            live = [slot for slot, spec in enumerate(running) if spec is not None and active[slot]]
-            recorder.add(batch, actions, rewards, terminated | truncated, info["success"], live)
-        if trace is not None:
-            for slot, spec in enumerate(running):
-                if spec is not None and active[slot]:
-                    trace(spec.index, int(steps[slot]), actions[slot], float(rewards[slot]),
-                          bool(info["success"][slot]))  # fmt: skip
-        ended = [slot for slot, end in enumerate((terminated | truncated).tolist()) if end]
+            bad = slots.where_not_finite(step_rewards)
+            raise RewardError(f"the env returned a non-finite reward: {bad}")
+        wins = info["success"]
+        slots.add(step_rewards, wins.tolist())
+        done = terminated | truncated
+        if recorder is not None or trace is not None:
+            live = slots.live()
+            if recorder is not None:
+                recorder.add(batch, actions, rewards, done, wins, live)
+            if trace is not None:
+                for slot in live:
+                    trace(running_index(slots, slot), slots.steps[slot], actions[slot],
+                          float(rewards[slot]), bool(wins[slot]))  # fmt: skip
+        ended = [slot for slot, end in enumerate(done.tolist()) if end]
         if not ended:
             continue
         now = time.perf_counter()
         for slot in ended:
-            spec = running[slot]
-            assert spec is not None
-            record = EpisodeRecord(
-                index=spec.index,
-                seed=spec.seed,
-                init_state=spec.init_state,
-                success=bool(succeeded[slot]),
-                steps=int(steps[slot]),
-                sum_reward=float(sum_reward[slot]),
-                max_reward=float(max_reward[slot]),
-                duration_s=now - started[slot],
-            )
+            record = slots.end(slot, now)
             if recorder is not None:
                 recorder.end(slot, record)
             on_episode(record)
-            active[slot] = False
-        if any(active) or pending:
+        if any(slots.active) or pending:
             obs = start(ended)
+            fresh = True
+
+
+def policy_name(policy: Policy) -> str:
+    """``source:id`` from the policy's identity, for an error line."""
+    who = policy.identity()
+    return ":".join(str(who.get(k)) for k in ("source", "id") if who.get(k))
+
+
+def running_index(slots: Tallies, slot: int) -> int:
+    """The planned index of the episode the slot runs."""
+    spec = slots.running[slot]
+    assert spec is not None
+    return spec.index
