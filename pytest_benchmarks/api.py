@@ -14,7 +14,6 @@ TaskResults) and writes the same metrics JSON, so numbers from a training run an
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -32,9 +31,8 @@ from pytest_benchmarks.core.selection import select
 from pytest_benchmarks.core.settings import DEFAULT_EPISODES, DEFAULT_SEED, OPTIONS
 from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.engine.dataset import DatasetSummary, build_dataset
+from pytest_benchmarks.engine.metrics_file import MetricsFile
 from pytest_benchmarks.engine.run import RunEngine
-from pytest_benchmarks.metrics import run_info
-from pytest_benchmarks.metrics.document import build_metrics, write_metrics
 from pytest_benchmarks.policies import make_policy
 from pytest_benchmarks.policies.declared import with_declared_images
 
@@ -117,17 +115,13 @@ def evaluate(
 def run(engine: RunEngine, policy: PolicyLike, write: bool) -> Evaluation:
     """Every task of the engine's run, in order, the metrics document rebuilt (and written,
     when ``write``) whenever a task ends, finished or interrupted."""
-    settings, spec = engine.settings, str(engine.settings.policy)
-    started = time.time()
-    static = run_info.static_info(list(sys.argv), Path.cwd())
+    settings = engine.settings
+    metrics = MetricsFile(settings, list(sys.argv), Path.cwd(), write=write)
     out = Evaluation()
 
     def document(results: list[TaskResult], unfinished: bool) -> None:
-        status = None if unfinished else 0
-        block = run_info.run_block(static, settings, 0, started, unfinished, status)
-        out.metrics = build_metrics(results, block, spec)
-        if write:
-            write_metrics(settings.metrics, out.metrics)
+        metrics.update(results, partial=unfinished, exitstatus=None if unfinished else 0)
+        out.metrics = metrics.document or {}
 
     def keep(result: TaskResult) -> None:
         document([*out.results, result], unfinished=True)

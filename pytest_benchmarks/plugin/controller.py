@@ -1,5 +1,6 @@
 """The controller's side (registered in the controller only; ``worker`` is the xdist worker's):
-gather TaskResults from test reports, write metrics, print the table.
+gather TaskResults from test reports, keep the metrics JSON (``engine.metrics_file``) up to
+date, print the table.
 
 Results ride on test reports, so the same code serves runs with and without xdist, and a crashed
 worker loses only the task it was running. The metrics JSON is rewritten atomically after every
@@ -14,13 +15,11 @@ from typing import Any
 
 import pytest
 
-from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.files import parts_dir
 from pytest_benchmarks.core.results import TaskResult
+from pytest_benchmarks.engine.metrics_file import MetricsFile
 from pytest_benchmarks.engine.vector import describe_exit
-from pytest_benchmarks.metrics.document import build_metrics, write_metrics
 from pytest_benchmarks.metrics.judgement import judge, summary_lines
-from pytest_benchmarks.metrics.run_info import run_block, static_info
 from pytest_benchmarks.metrics.stats import Comparison
 from pytest_benchmarks.metrics.table import table
 from pytest_benchmarks.plugin import payload
@@ -58,11 +57,17 @@ class Controller:
         self.late: set[str] = set()
         #: Why --snapshot-update kept snapshots.
         self.kept: list[str] = []
-        self.static: dict[str, Any] | None = None
         #: What became of --benchmark-record, for the summary.
         self.record_line: str | None = None
-        #: Why the last metrics write failed (a full disk); None once a write succeeds.
-        self.write_error: str | None = None
+        #: The metrics JSON; a failed write (a full disk) is said once and retried.
+        self.metrics = MetricsFile(
+            state.settings,
+            list(config.invocation_params.args),
+            config.rootpath,
+            workers=state.engine.workers,
+            keep_going=True,
+            started_at=state.started_at,
+        )
         #: The session failed before any task finished (its document holds no task).
         self.failed_empty = False
 
@@ -181,7 +186,7 @@ class Controller:
             exitstatus=int(session.exitstatus),
             empty=empty_shard or self.failed_empty,
         )
-        if self.write_error is not None and session.exitstatus == pytest.ExitCode.OK:
+        if self.metrics.error is not None and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the run's results are not saved
         record = self.state.settings.record
         if record is not None and exitstatus == pytest.ExitCode.INTERRUPTED:
@@ -202,31 +207,10 @@ class Controller:
     def write(self, partial: bool, exitstatus: int | None, empty: bool = False) -> None:
         """The metrics JSON as it stands; ``empty`` writes it even with no task in it."""
         rows = [*self.state.results.values(), *self.carried()]
-        if not rows and not empty:
-            return
-        if self.static is None:
-            # What cannot change during the session (arguments, commit, versions): once.
-            self.static = static_info(
-                list(self.config.invocation_params.args), self.config.rootpath
-            )
-        state = self.state
-        run = run_block(
-            self.static, state.settings, state.engine.workers, state.started_at, partial, exitstatus
-        )
-        document = build_metrics(rows, run, str(self.state.settings.policy))
-        path = self.state.settings.metrics
-        try:
-            write_metrics(path, document)
-        except (OSError, ValueError) as exc:
-            # A full disk must not end the session: say it once, keep going, retry next time.
-            why = one_line(exc)
-            if self.write_error is None:
-                self.show(f"metrics: cannot write {path}: {why} (retried after each task)")
-            self.write_error = why
-            return
-        if self.write_error is not None:
-            self.show(f"metrics: written to {path} again")
-        self.write_error = None
+        if rows or empty:
+            line = self.metrics.update(rows, partial, exitstatus)
+            if line is not None:
+                self.show(line)
 
     def carried(self) -> list[TaskResult]:
         """With --benchmark-resume, the file's unfinished tasks this session has not run again
@@ -243,8 +227,8 @@ class Controller:
             write(f"benchmarks deselected by --benchmark-env={chosen}: {counts}")
         if not state.results:
             path = state.settings.metrics
-            if self.write_error is not None:
-                write(f"metrics: NOT written to {path}: {self.write_error}", red=True)
+            if self.metrics.error is not None:
+                write(f"metrics: NOT written to {path}: {self.metrics.error}", red=True)
             elif state.settings.shard is not None:
                 i, n = state.settings.shard
                 write(f"benchmark shard {i}/{n} holds no task; metrics: {path}")
@@ -258,10 +242,11 @@ class Controller:
         terminalreporter.section("benchmark results")
         for line in table(list(state.results.values())):
             write(line)
-        if self.write_error is None:
+        if self.metrics.error is None:
             write(f"metrics: {state.settings.metrics}")
         else:
-            write(f"metrics: NOT written to {state.settings.metrics}: {self.write_error}", red=True)
+            path, error = state.settings.metrics, self.metrics.error
+            write(f"metrics: NOT written to {path}: {error}", red=True)
         if self.record_line:
             write(self.record_line)
         self.gate_summary(write)
