@@ -94,3 +94,21 @@ def test_smoke_job_is_green_and_says_what_it_cannot_judge(suite: str, tmp_path: 
     done = subprocess.run([str(report_bin), *report[1:]], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "report.md").read_text().count("1/1 (100%") == len(rows)
+
+
+def test_tox_builds_its_env_on_python_3_12_and_runs_the_smoke_job(tmp_path: Path):
+    """tox itself, not its commands read from tox.ini: ``basepython``, the extras, the torch
+    constraint and the package as tox installs them, in the smallest env (PushT's smoke job).
+    ``--discover`` hands tox this interpreter where ``python3.12`` is a pyenv shim."""
+    work = tmp_path / "tox"
+    command = [sys.executable, "-m", "tox", "--discover", sys.executable, "--workdir", str(work)]
+    done = subprocess.run(
+        [*command, "-e", "smoke-pusht"], cwd=ROOT, capture_output=True, text=True, timeout=1200
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "smoke-pusht: OK" in done.stdout
+    metrics = json.loads((work / "smoke-pusht" / "tmp" / "metrics.json").read_text())
+    assert metrics["run"]["python"].startswith("3.12")
+    packages = metrics["run"]["packages"]
+    # Its own env: PushT's extra is installed there, Meta-World's (in this one) is not.
+    assert packages["gym-pusht"] and packages["metaworld"] is None, packages
