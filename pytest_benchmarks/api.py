@@ -28,11 +28,13 @@ from pytest_benchmarks.core.policy import Policy
 from pytest_benchmarks.core.policy_spec import Loading, PolicySpec
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.selection import select
-from pytest_benchmarks.core.settings import DEFAULT_EPISODES, DEFAULT_SEED, OPTIONS
+from pytest_benchmarks.core.settings import DEFAULT_EPISODES, DEFAULT_SEED, OPTIONS, Settings
 from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.engine.dataset import DatasetSummary, build_dataset
 from pytest_benchmarks.engine.metrics_file import MetricsFile
+from pytest_benchmarks.engine.output_lock import OutputBusy, lock_outputs
 from pytest_benchmarks.engine.run import RunEngine
+from pytest_benchmarks.metrics import journal
 from pytest_benchmarks.policies import make_policy
 from pytest_benchmarks.policies.declared import with_declared_images
 
@@ -106,10 +108,27 @@ def evaluate(
     validation.check_record_path(settings.record, settings.resume)
     if metrics is not None:
         validation.check_metrics_path(settings.metrics)
-    out = run(RunEngine.start(settings, select(settings).tasks), policy, write=metrics is not None)
-    if settings.record is not None:
-        out.dataset = build_dataset(parts_dir(settings.record), settings.record)
-    return out
+    return run_locked(settings, policy, write=metrics is not None)
+
+
+def run_locked(settings: Settings, policy: PolicyLike, write: bool) -> Evaluation:
+    """The run, holding its outputs (the metrics file when it ``write``s one, the record
+    folder) so that no other session writes them meanwhile."""
+    try:
+        locks = lock_outputs(settings, metrics=write)
+    except OutputBusy as exc:
+        raise validation.OptionError(str(exc)) from None
+    try:
+        if write and not settings.resume:  # a new run: an earlier run's journal would mix in
+            journal.discard(journal.folder_for(settings.metrics))
+        engine = RunEngine.start(settings, select(settings).tasks, journaling=write)
+        out = run(engine, policy, write)
+        if settings.record is not None:
+            out.dataset = build_dataset(parts_dir(settings.record), settings.record)
+        return out
+    finally:
+        for lock in locks:
+            lock.release()
 
 
 def run(engine: RunEngine, policy: PolicyLike, write: bool) -> Evaluation:
@@ -140,6 +159,9 @@ def run(engine: RunEngine, policy: PolicyLike, write: bool) -> Evaluation:
         finally:
             env.close()
     document(out.results, unfinished=False)
+    if write:  # the file holds every row now: the journal is no longer needed
+        engine.close_journal()
+        journal.discard(journal.folder_for(settings.metrics))
     return out
 
 

@@ -6,6 +6,8 @@ A TaskResult is what a task's tests read, what travels from an xdist worker to t
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
@@ -30,6 +32,12 @@ class EpisodeRecord:
     video: str | None = None
     #: Why the episode's video could not be written (its result stands).
     video_error: str | None = None
+
+    def checksum(self) -> str:
+        """A digest of the outcome (the metrics JSON's ``sum``): an edited or damaged record no
+        longer matches it."""
+        text = json.dumps(list(self.outcome()), separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
 
     def outcome(self) -> tuple[Any, ...]:
         """Everything but timing and artefacts: equal for equal runs of a deterministic policy."""
@@ -142,7 +150,7 @@ class TaskResult:
             "policy": self.policy,
             "device": self.device,
             "error": self.error,
-            "episodes": [asdict(e) for e in self.episodes],
+            "episodes": [{**asdict(e), "sum": e.checksum()} for e in self.episodes],
         }
 
     def worst_episodes(self, count: int = 3) -> list[int]:
@@ -160,7 +168,9 @@ class TaskResult:
         )
         return cls(
             task=task,
-            episodes=[EpisodeRecord(**e) for e in row["episodes"]],
+            episodes=[
+                EpisodeRecord(**{k: v for k, v in e.items() if k != "sum"}) for e in row["episodes"]
+            ],
             eval_s=row["eval_s"],
             batch_size=row["batch_size"],
             planned=row["planned_episodes"],

@@ -226,13 +226,13 @@ class Settings:
     record: Path | None = setting(None, Option(
         "write every evaluated episode (what the policy saw, its actions, reward, done, success) "
         "into a new LeRobotDataset in DIR, in task and episode order (needs the lerobot extra)",
-        values.path, "DIR", ini_path=True, api="record",
+        values.path, "DIR", ini_path=True, api="record", resume=True,
     ))
     #: all, or success: only the episodes that succeeded (demonstrations).
     record_only: str = setting("all", Option(
         "with --benchmark-record: all episodes, or success: only the successful ones "
         "(demonstrations) (default all)",
-        values.choice(RECORD_ONLY), "{all,success}", api="record_only",
+        values.choice(RECORD_ONLY), "{all,success}", api="record_only", resume=True,
     ))
     debug: bool = setting(False, Option(
         "batch size 1, no worker processes, and a per-step trace (action, reward, success) in a "

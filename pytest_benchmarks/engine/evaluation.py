@@ -37,6 +37,7 @@ def evaluate_task(
     progress: Callable[[TaskResult], None] | None = None,
     trace: StepTrace | None = None,
     recorder: EpisodeRecorder | None = None,
+    check_policy: Callable[[dict[str, str | None]], None] | None = None,
 ) -> TaskResult:
     """Run the given episode indices of the vector env's task with ``policy`` (or the policy a
     function builds), building and episodes both within ``timeout`` seconds.
@@ -48,7 +49,8 @@ def evaluate_task(
     every episode; ``recorder`` writes each finished episode's frames. The vector env is closed
     at the end, which also waits for the episodes' videos. A policy that declares its
     ``input_features`` gets black images from cameras none of them reads (nothing rendered),
-    unless the episodes are recorded.
+    unless the episodes are recorded. ``check_policy`` may refuse the built policy's identity
+    (raising) before any episode runs.
     """
     task = vector_env.config.task
     plan = plan_episodes(vector_env.benchmark, task, seed, episodes)
@@ -64,6 +66,8 @@ def evaluate_task(
         with time_limit(timeout, task.id):
             acting = policy if isinstance(policy, Policy) else policy()
             result.policy = checked_identity(acting)
+            if check_policy is not None:
+                check_policy(result.policy)
             device = getattr(acting, "device", None)  # learned policies: where they run
             result.device = None if device is None else str(device)
             if recorder is None:  # a dataset keeps every camera

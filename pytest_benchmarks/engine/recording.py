@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -26,9 +26,10 @@ from pytest_benchmarks.core.benchmark import Benchmark
 from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.files import parts_dir, write_atomic
 from pytest_benchmarks.core.processors import EnvProcessors
-from pytest_benchmarks.core.results import EpisodeRecord
+from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
 from pytest_benchmarks.core.settings import Settings
 from pytest_benchmarks.core.tasks import TaskRef
+from pytest_benchmarks.metrics.resume import ResumeError
 
 #: Per-step keys beside the observation features, in LeRobot's spelling.
 STEP_KEYS = ("action", "next.reward", "next.done", "next.success")
@@ -121,6 +122,24 @@ class EpisodeRecorder:
 
 def part_path(parts: Path, task: TaskRef, index: int) -> Path:
     return parts / task.id.replace("/", "__") / f"{index:09d}.npz"
+
+
+def check_parts(settings: Settings, kept: Iterable[TaskResult]) -> None:
+    """A resumed recording run's kept episodes are all in its parts folder (every episode, or
+    the successful ones with ``record_only=success``); ResumeError naming the missing ones."""
+    parts = parts_dir(settings.record) if settings.record is not None else None
+    if parts is None:
+        return
+    for result in kept:
+        wanted = [e for e in result.episodes if settings.record_only == "all" or e.success]
+        missing = [e.index for e in wanted if not part_path(parts, result.task, e.index).is_file()]
+        if missing:
+            shown = ", ".join(map(str, missing[:5])) + (", ..." if len(missing) > 5 else "")
+            raise ResumeError(
+                f"--benchmark-resume: the recording of {result.task.id}'s kept episodes "
+                f"{shown} is missing from {parts}; the dataset would lack them: run without "
+                "--benchmark-resume into a new --benchmark-record DIR"
+            )
 
 
 def write_part(parts: Path, episode: RecordedEpisode) -> Path:

@@ -4,13 +4,16 @@ the plugin's fixtures drive, task by task.
 It owns what a run decides once (the settings, the selected tasks, what a resumed file keeps,
 the slots each task steps) and runs one task at a time to a ``TaskResult``: the episodes its
 plan still lacks, after the ones a resumed file kept, with the run's recorder, step trace and
-deadline. Whatever ends the task, the result so far goes to the caller's ``writer``.
+deadline. Whatever ends the task, the result so far goes to the caller's ``writer``; with
+``journaling``, every finished episode also goes to this process's journal the moment it ends
+(``metrics.journal``), so no kill loses it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.policy import Policy
@@ -19,10 +22,18 @@ from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.settings import Settings
 from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.engine.evaluation import evaluate_task
-from pytest_benchmarks.engine.recording import recorder_for
+from pytest_benchmarks.engine.recording import check_parts, recorder_for
 from pytest_benchmarks.engine.trace import StepTraceFile, trace_path
 from pytest_benchmarks.engine.vector import LazyVectorEnv, slots_for
-from pytest_benchmarks.metrics.resume import carry_on, finished, load_resumable, plan_task
+from pytest_benchmarks.metrics import journal
+from pytest_benchmarks.metrics.journal import JournalWriter
+from pytest_benchmarks.metrics.resume import (
+    carry_on,
+    finished,
+    load_resumable,
+    plan_task,
+    same_policy,
+)
 
 #: Receives a task's result whenever the task ends, finished or not.
 Writer = Callable[[TaskResult], None]
@@ -39,19 +50,42 @@ class RunEngine:
     workers: int = 0
     #: --benchmark-resume: the earlier run's results of the selected tasks, by task id.
     resumed: dict[str, TaskResult] = field(default_factory=dict)
+    #: Each episode to this process's journal as it ends (the run writes its metrics JSON).
+    journaling: bool = False
+    #: What reading the earlier run's journal dropped, one line each.
+    notes: list[str] = field(default_factory=list)
+    _journal: JournalWriter | None = field(default=None, repr=False)
 
     @classmethod
     def start(
-        cls, settings: Settings, selection: dict[str, list[TaskRef]], workers: int = 0
+        cls,
+        settings: Settings,
+        selection: dict[str, list[TaskRef]],
+        workers: int = 0,
+        journaling: bool = False,
     ) -> RunEngine:
-        """The engine of a run; with ``settings.resume``, the file it carries on is read and
-        checked here (``metrics.resume.ResumeError``, one line)."""
-        engine = cls(settings, selection, workers)
+        """The engine of a run; with ``settings.resume``, the file and journal it carries on
+        are read and checked here (``metrics.resume.ResumeError``, one line)."""
+        engine = cls(settings, selection, workers, journaling=journaling)
         if settings.resume:
             ids = engine.task_ids()
-            earlier = load_resumable(settings.metrics, settings)
+            earlier = load_resumable(settings.metrics, settings, engine.notes)
             engine.resumed = {i: r for i, r in earlier.items() if i in ids}
+            if settings.record is not None:
+                check_parts(settings, engine.resumed.values())
         return engine
+
+    @property
+    def journal(self) -> JournalWriter | None:
+        """This process's journal writer (its file opens with its first line)."""
+        if self.journaling and self._journal is None:
+            folder = journal.folder_for(self.settings.metrics)
+            self._journal = JournalWriter(folder, self.settings.as_dict())
+        return self._journal
+
+    def close_journal(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
 
     def task_ids(self) -> set[str]:
         return {task.id for tasks in self.selection.values() for task in tasks}
@@ -100,6 +134,22 @@ class RunEngine:
         kept, episodes = plan_task(self.resumed.get(task.id), settings.indices)
         planned = settings.planned
         trace = StepTraceFile(trace_path(settings.metrics, task)) if settings.debug else None
+        log = self.journal
+        if log is not None:
+            log.start(kept or TaskResult(task, batch_size=env.num_envs, planned=planned))
+
+        def episode_done(result: TaskResult) -> None:
+            if log is not None:  # on disk before anything else sees it
+                log.episode(task.id, result.episodes[-1], result.policy)
+            if progress is not None:
+                progress(result)
+
+        def task_done(partial: TaskResult) -> None:
+            row = carry_on(kept, partial, planned)
+            if log is not None:
+                log.end(row)
+            writer(row)
+
         try:
             result = evaluate_task(
                 env,
@@ -107,11 +157,12 @@ class RunEngine:
                 processors=processors,
                 seed=settings.seed,
                 episodes=episodes,
-                record=lambda partial: writer(carry_on(kept, partial, planned)),
+                record=task_done,
                 timeout=settings.timeout,
-                progress=progress,
+                progress=episode_done,
                 trace=trace,
                 recorder=recorder_for(settings, env.benchmark, task, processors),
+                check_policy=None if kept is None else partial(same_policy, kept),
             )
         finally:
             if trace is not None:

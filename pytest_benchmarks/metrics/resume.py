@@ -1,8 +1,10 @@
-"""``--benchmark-resume``: carry on an interrupted run from its metrics JSON.
+"""``--benchmark-resume``: carry on an interrupted run from its metrics JSON and its journal.
 
 Every finished task is already in the file (it is rewritten after each task, and on Ctrl-C or
-SIGTERM with the running task's finished episodes). A resumed run keeps the tasks that finished
-and runs, of the others, only the episodes the file lacks. An episode's outcome depends only on
+SIGTERM with the running task's finished episodes), and every finished episode is in the run's
+journal (``metrics.journal``), also where the run was killed before it could write the file.
+A resumed run keeps the tasks that finished and runs, of the others, only the episodes both
+lack. An episode's outcome depends only on
 the seed, the task and its index (the episode plan), so the resumed run's rows equal an
 uninterrupted run's, episode for episode; the file must therefore have been made with the
 settings an episode depends on, the same policy and the same selection.
@@ -15,8 +17,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pytest_benchmarks.core.results import TaskResult
+from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.plan import plan_episodes
+from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
 from pytest_benchmarks.core.settings import OPTIONS, Settings
+from pytest_benchmarks.core.tasks import SelectionError
+from pytest_benchmarks.metrics import journal
 from pytest_benchmarks.metrics.document import load_results
 from pytest_benchmarks.metrics.runs import InputError, load
 
@@ -30,25 +36,106 @@ class ResumeError(ValueError):
     """A file this run cannot carry on; one line saying why."""
 
 
-def load_resumable(path: Path, settings: Settings) -> dict[str, TaskResult]:
-    """The results of ``path`` by task id, checked against this run's settings; empty when
-    there is no file yet (a job interrupted before its first task finished)."""
-    if not path.exists():
-        return {}
+def load_resumable(
+    path: Path, settings: Settings, notes: list[str] | None = None
+) -> dict[str, TaskResult]:
+    """The results of ``path`` and its journal by task id, checked against this run's
+    settings; empty when neither exists (a job killed before its first episode ended).
+    ``notes`` receives the journal's lines about what it dropped."""
+    results: dict[str, TaskResult] = {}
+    if path.exists():
+        try:
+            document = load(path)
+        except InputError as exc:
+            raise ResumeError(f"--benchmark-resume: {exc}") from None
+        _check_settings(path, document["run"], settings)
+        _check_rows(path, document)
+        results = {result.task.id: result for result in load_results(document)}
+    folder = journal.folder_for(path)
     try:
-        document = load(path)
-    except InputError as exc:
-        raise ResumeError(f"--benchmark-resume: {exc}") from None
-    earlier: dict[str, Any] = document["run"]
+        found = journal.read(folder)
+    except journal.JournalError as exc:
+        raise ResumeError(f"--benchmark-resume: journal {exc}") from None
+    for file, run in found.runs.items():
+        _check_settings(file, run, settings)
+    for task_id, logged in found.results.items():
+        results[task_id] = _merge(results.get(task_id), logged)
+    for result in results.values():
+        _check_plan(path, result, settings)
+    if notes is not None:
+        notes.extend(found.notes)
+    return results
+
+
+def _check_settings(source: Path, earlier: dict[str, Any], settings: Settings) -> None:
     now = settings.as_dict()
     for key, default in SAME_SETTINGS.items():
         if earlier.get(key, default) != now.get(key):
             raise ResumeError(
-                f"--benchmark-resume: {path} was made with {key} {_show(earlier.get(key))}, "
+                f"--benchmark-resume: {source} was made with {key} {_show(earlier.get(key))}, "
                 f"this run has {_show(now.get(key))}; resume with the same settings, or run "
                 "without --benchmark-resume"
             )
-    return {result.task.id: result for result in load_results(document)}
+
+
+def _check_rows(path: Path, document: dict[str, Any]) -> None:
+    """Each row's counts are its episodes', and each episode matches its checksum."""
+    for row in document["results"]:
+        episodes = row["episodes"]
+        wins = sum(e["success"] for e in episodes)
+        if (row["successes"], row["n_episodes"]) != (wins, len(episodes)):
+            raise ResumeError(
+                f"--benchmark-resume: {path}: {row['id']} says {row['successes']}/"
+                f"{row['n_episodes']} but its episodes give {wins}/{len(episodes)} (edited?)"
+            )
+        for raw in episodes:
+            episode = EpisodeRecord(**{k: v for k, v in raw.items() if k != "sum"})
+            if "sum" in raw and raw["sum"] != episode.checksum():
+                raise ResumeError(
+                    f"--benchmark-resume: {path}: {row['id']} episode {raw['index']} does not "
+                    "match its checksum (edited or damaged)"
+                )
+
+
+def _check_plan(path: Path, result: TaskResult, settings: Settings) -> None:
+    """The kept episodes are this run's plan's: each index once and in the plan, with the seed
+    and initial state the plan gives it."""
+    task, planned = result.task.id, set(settings.indices)
+    where = f"--benchmark-resume: {path}: {task}"
+    seen: set[int] = set()
+    for episode in result.episodes:
+        if episode.index in seen:
+            raise ResumeError(f"{where} holds episode {episode.index} twice")
+        if episode.index not in planned:
+            raise ResumeError(
+                f"{where} holds episode {episode.index}, which this run's plan "
+                f"({len(planned)} episodes) does not"
+            )
+        seen.add(episode.index)
+    try:
+        benchmark = catalog.get(result.task.env)
+    except SelectionError:
+        return  # not installed here: not in this run's selection either
+    specs = plan_episodes(benchmark, result.task, settings.seed, [e.index for e in result.episodes])
+    for episode, spec in zip(result.episodes, specs, strict=True):
+        if (episode.seed, episode.init_state) != (spec.seed, spec.init_state):
+            raise ResumeError(
+                f"{where} episode {episode.index} ran seed {episode.seed}, initial state "
+                f"{episode.init_state}; the plan gives seed {spec.seed}, initial state "
+                f"{spec.init_state} (edited, or made by another plan)"
+            )
+
+
+def _merge(row: TaskResult | None, logged: TaskResult) -> TaskResult:
+    """A task's row from the metrics JSON and from the journal (written first, so at least as
+    recent): the journal's, with any episode only the file holds."""
+    if row is None:
+        return logged
+    have = {e.index for e in logged.episodes}
+    extra = [e for e in row.episodes if e.index not in have]
+    if not extra:
+        return logged
+    return replace(logged, episodes=sorted([*logged.episodes, *extra], key=lambda e: e.index))
 
 
 def _show(value: Any) -> str:
@@ -73,19 +160,23 @@ def plan_task(
     return kept, missing
 
 
+def same_policy(kept: TaskResult, identity: dict[str, str | None]) -> None:
+    """Refuse, before any episode runs, a policy other than the one that ran the kept
+    episodes (a checkpoint retrained in place: same spec, another revision)."""
+    if kept.policy and identity and kept.policy != identity:
+        raise ResumeError(
+            f"the kept episodes were run by policy {kept.policy}, this run's is {identity}; "
+            "run without --benchmark-resume"
+        )
+
+
 def carry_on(kept: TaskResult | None, new: TaskResult, planned: int) -> TaskResult:
     """``new``'s episodes after ``kept``'s: one row for the whole plan, ``new``'s error (None
-    once every episode ran), both runs' evaluation time."""
+    once every episode ran), both runs' evaluation time. A run refused for its policy
+    (``same_policy``) ran no episode: the row is the kept one, with the refusal."""
     if kept is None:
         return new
-    if kept.policy and new.policy and kept.policy != new.policy:
-        return replace(
-            new,
-            planned=planned,
-            error=(
-                f"ResumeError: the kept episodes were run by policy {kept.policy}, this run's "
-                f"is {new.policy}; run without --benchmark-resume"
-            ),
-        )
+    if new.error is not None and new.error.startswith("ResumeError"):
+        return replace(kept, error=new.error, planned=planned)
     episodes = sorted([*kept.episodes, *new.episodes], key=lambda e: e.index)
     return replace(new, episodes=episodes, eval_s=kept.eval_s + new.eval_s, planned=planned)

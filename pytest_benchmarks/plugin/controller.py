@@ -19,6 +19,7 @@ from pytest_benchmarks.core.files import parts_dir
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.engine.metrics_file import MetricsFile
 from pytest_benchmarks.engine.vector import describe_exit
+from pytest_benchmarks.metrics import journal
 from pytest_benchmarks.metrics.judgement import judge, summary_lines
 from pytest_benchmarks.metrics.stats import Comparison
 from pytest_benchmarks.metrics.table import table
@@ -114,8 +115,9 @@ class Controller:
         name = getattr(getattr(worker, "gateway", None), "id", "?")
         error = f"WorkerCrashed: xdist worker {name} {worker_exit(worker)} running {crashitem}"
         if task_id not in self.state.results:
-            earlier = self.state.resumed.get(task_id)
-            if earlier is not None:  # the episodes a resumed file holds are not lost with it
+            # The episodes it finished are in its journal (those a resumed file kept too).
+            earlier = self.journaled().get(task_id) or self.state.resumed.get(task_id)
+            if earlier is not None:
                 crashed = dataclasses.replace(earlier, error=error)
             else:
                 task = next(
@@ -162,6 +164,12 @@ class Controller:
         # result is still in this process's cache.
         for task_id, result in self.state.cache.items():
             self.state.results.setdefault(task_id, result)
+        # A task whose process was killed before any report carried it (a worker ended by a
+        # signal to the process group): what it finished is in its journal.
+        selected = self.state.task_ids()
+        for task_id, result in self.journaled().items():
+            if task_id in selected:
+                self.state.results.setdefault(task_id, result)
         complete = (
             exitstatus != pytest.ExitCode.INTERRUPTED
             and not any(r.partial for r in self.state.results.values())
@@ -188,6 +196,10 @@ class Controller:
         )
         if self.metrics.error is not None and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the run's results are not saved
+        elif self.metrics.error is None and exitstatus != pytest.ExitCode.INTERRUPTED:
+            # The run ended and its file holds every row: the journal is no longer needed.
+            self.state.engine.close_journal()
+            journal.discard(journal.folder_for(self.state.settings.metrics))
         record = self.state.settings.record
         if record is not None and exitstatus == pytest.ExitCode.INTERRUPTED:
             # Kept for --benchmark-resume, which adds the missing episodes to the same parts.
@@ -211,6 +223,17 @@ class Controller:
             line = self.metrics.update(rows, partial, exitstatus)
             if line is not None:
                 self.show(line)
+
+    def journaled(self) -> dict[str, TaskResult]:
+        """The run's journal, merged by task (empty, with a line said, if it cannot be read)."""
+        try:
+            found = journal.read(journal.folder_for(self.state.settings.metrics))
+        except journal.JournalError as exc:
+            self.show(f"journal: cannot read {exc}")
+            return {}
+        for note in found.notes:
+            self.show(note)
+        return found.results
 
     def carried(self) -> list[TaskResult]:
         """With --benchmark-resume, the file's unfinished tasks this session has not run again

@@ -61,6 +61,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(STATE, None)
+    for lock in state.locks if state is not None else []:
+        lock.release()
     config.stash.get(RESTORE_SIGNALS, lambda: None)()
     config.stash.get(RESTORE_WARNINGS, lambda: None)()
 
@@ -193,8 +196,12 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     speed = untimed.header_line(config)
     if speed is not None:
         lines.append(speed)
+    if state.journal_line:
+        lines.append(state.journal_line)
+    lines += [lock.error for lock in state.locks if lock.error]
     if s.resume:
         lines.append(resume_line(state))
+    lines += state.engine.notes
     return lines
 
 

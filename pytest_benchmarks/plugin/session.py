@@ -8,9 +8,12 @@ from dataclasses import dataclass, field
 import pytest
 
 from pytest_benchmarks.core.results import TaskResult
+from pytest_benchmarks.core.selection import Selection
 from pytest_benchmarks.core.settings import Settings
 from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
+from pytest_benchmarks.engine.output_lock import OutputBusy, OutputLock, lock_outputs
 from pytest_benchmarks.engine.run import RunEngine
+from pytest_benchmarks.metrics import journal
 from pytest_benchmarks.metrics.resume import ResumeError
 from pytest_benchmarks.metrics.stats import Comparison
 from pytest_benchmarks.plugin import options
@@ -38,6 +41,10 @@ class SessionState:
     collected: int = 0
     #: Per test function: the tasks that can fail, Tarone's K, the tasks with a snapshot.
     gate_families: dict[str, tuple[frozenset[str], int, int]] = field(default_factory=dict)
+    #: What became of an earlier run's journal at the start, for the header.
+    journal_line: str | None = None
+    #: The controller's locks on this run's outputs, held until the session ends.
+    locks: list[OutputLock] = field(default_factory=list)
 
     @property
     def settings(self) -> Settings:
@@ -74,7 +81,41 @@ def build_state(config: pytest.Config) -> SessionState:
         else int(getattr(config.option, "numprocesses", 0) or 0)
     )
     try:
-        engine = RunEngine.start(settings, selection.tasks, workers)
+        locks = lock_outputs(settings) if is_controller else []
+    except OutputBusy as exc:
+        raise pytest.UsageError(str(exc)) from None
+    try:
+        state = _new_state(config, settings, selection, workers, is_worker, is_controller)
+    except BaseException:
+        for lock in locks:  # an in-process session that ends here leaves nothing locked
+            lock.release()
+        raise
+    state.locks = locks
+    return state
+
+
+def _new_state(
+    config: pytest.Config,
+    settings: Settings,
+    selection: Selection,
+    workers: int,
+    is_worker: bool,
+    is_controller: bool,
+) -> SessionState:
+    journal_line = None
+    if is_controller and not settings.resume:
+        # A new run (this session holds its outputs): an earlier run's journal would mix in.
+        folder = journal.folder_for(settings.metrics)
+        dropped = journal.discard(folder)
+        if dropped:
+            journal_line = (
+                f"journal: removed {folder}, an earlier run's {dropped} finished episodes "
+                "(--benchmark-resume carries such a run on)"
+            )
+    try:
+        engine = RunEngine.start(
+            settings, selection.tasks, workers, journaling=not config.option.collectonly
+        )
     except ResumeError as exc:
         raise pytest.UsageError(str(exc)) from None
     state = SessionState(
@@ -82,6 +123,7 @@ def build_state(config: pytest.Config) -> SessionState:
         unavailable=selection.unavailable,
         excluded=selection.excluded,
         is_worker=is_worker,
+        journal_line=journal_line,
     )
     # A finished task's tests read its kept result; its simulator never starts.
     kept = engine.kept

@@ -1,9 +1,13 @@
-"""Ctrl-C and SIGTERM end a run the same way, with the summary printed and what finished kept.
+"""Ctrl-C, SIGTERM and SIGHUP end a run the same way, with the summary printed and what finished
+kept.
 
 CI runners, ``timeout`` and container stops end a job with SIGTERM; a terminal's Ctrl-C sends
-SIGINT to the whole process group, xdist's workers included. Either way the running task records
-its finished episodes and the error, and the metrics JSON is written with ``partial`` and the
-exit status:
+SIGINT to the whole process group, xdist's workers included; a closed terminal or a dropped ssh
+session sends SIGHUP (handled as SIGTERM). Whatever a signal leaves unsaved (a second signal, or
+SIGKILL), every finished episode is already in the run's journal (``metrics.journal``).
+
+On the first signal the running task records its finished episodes and the error, and the
+metrics JSON is written with ``partial`` and the exit status:
 
 - A session without xdist, and each xdist worker, raises on the first signal: ``Terminated``
   (a KeyboardInterrupt) for SIGTERM, KeyboardInterrupt for SIGINT; pytest and the plugin then
@@ -30,12 +34,13 @@ from types import FrameType
 #: Each signal's default action in Python (SIGINT raises KeyboardInterrupt).
 _DEFAULTS: dict[int, Callable[[int, FrameType | None], object] | int] = {
     signal.SIGTERM: signal.SIG_DFL,
+    signal.SIGHUP: signal.SIG_DFL,
     signal.SIGINT: signal.default_int_handler,
 }
 
 
 class Terminated(KeyboardInterrupt):
-    """The session received SIGTERM."""
+    """The session received SIGTERM (or SIGHUP)."""
 
 
 def child_pids() -> list[int]:
@@ -60,17 +65,17 @@ def _forward(signum: int) -> list[int]:
 
 
 def _raise_for(signum: int) -> None:
-    if signum == signal.SIGTERM:
-        raise Terminated("SIGTERM")
+    if signum != signal.SIGINT:
+        raise Terminated(signal.Signals(signum).name)
     raise KeyboardInterrupt
 
 
 def install(role: str) -> Callable[[], None]:
-    """Handle SIGINT and SIGTERM as the module says for ``role``: ``session`` (no xdist),
-    ``worker`` or ``controller``. Returns the function that restores the defaults."""
+    """Handle SIGINT, SIGTERM and SIGHUP as the module says for ``role``: ``session`` (no
+    xdist), ``worker`` or ``controller``. Returns the function that restores the defaults."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
-    handled = [signal.SIGTERM] + ([signal.SIGINT] if role != "session" else [])
+    handled = [signal.SIGTERM, signal.SIGHUP] + ([signal.SIGINT] if role != "session" else [])
     handled = [s for s in handled if signal.getsignal(s) is _DEFAULTS[s]]  # else someone's own
     first: int | None = None  # the signal that started the stop
 
@@ -90,11 +95,11 @@ def install(role: str) -> Callable[[], None]:
                 )
                 return  # keep listening to the workers
             _raise_for(signum)
-        if role == "worker" and first == signal.SIGINT and signum == signal.SIGTERM:
-            return  # the controller passing on the Ctrl-C this worker already stops for
+        if role == "worker" and first != signal.SIGTERM and signum == signal.SIGTERM:
+            return  # the controller passing on the Ctrl-C or hangup this worker stops for
         restore()  # a second request: as if no handler were set
-        if signum == signal.SIGTERM:
-            os.kill(os.getpid(), signal.SIGTERM)
+        if signum != signal.SIGINT:
+            os.kill(os.getpid(), signum)
         _raise_for(signum)
 
     for signum in handled:

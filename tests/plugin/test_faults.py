@@ -3,12 +3,15 @@ sessions writing one metrics file. The toy benchmark's tasks misbehave on purpos
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import multiprocessing
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jsonschema
@@ -212,36 +215,64 @@ def test_concurrent_writers_always_leave_one_valid_document(tmp_path: Path):
     assert [p.name for p in tmp_path.iterdir()] == ["metrics.json"]
 
 
-def test_two_sessions_on_one_metrics_path(toy_project: pytest.Pytester):
-    """Two real sessions share a metrics path; the file is always one valid run."""
+HELD = """
+import time
+import numpy as np
+from pathlib import Path
+
+class Held:
+    \"\"\"Says it started, then waits for the test's go before its first action.\"\"\"
+    def __init__(self, num_envs):
+        self.num_envs = num_envs
+    def reset(self, slots, seeds):
+        Path("started").touch()
+        while not Path("go").exists():
+            time.sleep(0.01)
+    def act(self, batch):
+        return np.ones((self.num_envs, 1), dtype=np.float32)
+    def identity(self):
+        return {"source": "module", "id": "held", "revision": None}
+
+def make(config, num_envs):
+    return Held(num_envs)
+"""
+
+
+def test_a_second_session_on_one_metrics_path_is_refused_naming_the_first(
+    toy_project: pytest.Pytester,
+):
+    """While one session runs episodes, a second on its metrics path is refused in one line
+    naming the first one's PID, before any episode; the file is the first's run whole."""
+    toy_project.makepyfile(held=HELD)
     path = toy_project.path / "shared.json"
-    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--benchmark-metrics={path}"]
-    sessions = [
-        subprocess.Popen(
-            [*args, f"--benchmark-seed={seed}", "--benchmark-episodes=300", "-q"],
-            cwd=toy_project.path,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--benchmark-metrics={path}",
+            "--benchmark-task=walk", "--benchmark-episodes=2", "-q"]  # fmt: skip
+    first = subprocess.Popen(
+        [*args, "--benchmark-policy=module:held:make", "--benchmark-seed=1"],
+        cwd=toy_project.path, stdout=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        while not (toy_project.path / "started").exists():
+            assert first.poll() is None, "the first session ended before its first episode"
+            time.sleep(0.01)
+        second = subprocess.run(
+            [*args, "--benchmark-seed=2"], cwd=toy_project.path, capture_output=True, text=True
         )
-        for seed in (1, 2)
-    ]
-    seen = set()
-    while any(s.poll() is None for s in sessions):
-        try:
-            document = json.loads(path.read_text())
-        except FileNotFoundError:
-            continue
-        jsonschema.validate(document, schema())
-        run_seed = document["run"]["seed"]
-        seeds = {e["seed"] - e["index"] for r in document["results"] for e in r["episodes"]}
-        assert seeds <= {run_seed}, f"a document of run {run_seed} holds episodes of {seeds}"
-        seen.add(run_seed)
-    assert [s.wait() for s in sessions] == [0, 0]
-    # Documents were read while the sessions ran, each one run's whole, never a mix of both.
-    assert seen and seen <= {1, 2}, seen
+        assert second.returncode == pytest.ExitCode.USAGE_ERROR
+        assert second.stderr.strip().splitlines() == [
+            f"ERROR: --benchmark-metrics: {path} is in use by another session "
+            f"(PID {first.pid}); give this one another path, or wait for that one to end"
+        ]
+        (toy_project.path / "go").touch()
+        assert first.wait(timeout=300) == 0
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(first.pid, signal.SIGKILL)
     final = read_metrics(path)
-    assert final["run"]["seed"] in (1, 2) and not final["run"]["partial"]
-    assert [p.name for p in path.parent.iterdir() if p.name.startswith(".shared")] == []
+    assert final["run"]["seed"] == 1 and not final["run"]["partial"]
+    # The lock of a session that ended is taken over by the next.
+    again = subprocess.run([*args, "--benchmark-seed=2"], cwd=toy_project.path)
+    assert again.returncode == 0 and read_metrics(path)["run"]["seed"] == 2
 
 
 HOSTILE_POLICIES = """

@@ -5,8 +5,10 @@ equals an uninterrupted run's, episode for episode; a file of other settings is 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -146,6 +148,81 @@ def test_a_file_of_other_settings_is_refused_in_one_line(toy_project: pytest.Pyt
     older.stdout.fnmatch_lines(["resume: 2 finished tasks kept from *run.json*"])
 
 
+def test_kept_episodes_that_do_not_fit_the_plan_are_refused_before_any_runs(
+    toy_project: pytest.Pytester,
+):
+    """An edited file (a duplicated episode, a flipped outcome, a seed the plan does not give)
+    is refused in one line naming the task and episode, before any episode runs."""
+    toy_project.makepyfile(flaky=FLAKY)
+    cut = toy_project.runpytest_subprocess(*RUN, "--benchmark-metrics=run.json")
+    assert cut.ret == pytest.ExitCode.INTERRUPTED
+    toy_project.syspathinsert()  # the refused sessions run in this process
+    shutil.rmtree(toy_project.path / "run.json.journal")  # the file's word alone
+    path = toy_project.path / "run.json"
+    clean = json.loads(path.read_text())
+    started(toy_project)
+
+    def refused(edit: Callable[[dict], None], message: str) -> None:
+        document = json.loads(json.dumps(clean))
+        edit({row["id"]: row for row in document["results"]}["toy/stroll"])
+        path.write_text(json.dumps(document))
+        result = toy_project.runpytest(*RUN, "--benchmark-metrics=run.json", "--benchmark-resume")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert [line for line in result.stderr.lines if line] == [
+            f"ERROR: --benchmark-resume: {path}: toy/stroll {message}"
+        ]
+        assert started(toy_project) == []
+
+    def duplicate(row: dict) -> None:
+        row["episodes"].append(row["episodes"][0])
+        row["n_episodes"] += 1
+        row["successes"] += 1
+
+    def flip(row: dict) -> None:
+        row["episodes"][1]["success"] = False
+        row["successes"] -= 1
+
+    def flip_alone(row: dict) -> None:
+        row["episodes"][1]["success"] = False
+
+    def reseed(row: dict) -> None:  # a file from before the checksums
+        for episode in row["episodes"]:
+            del episode["sum"]
+        row["episodes"][1]["seed"] = 2001
+
+    refused(duplicate, "holds episode 0 twice")
+    refused(flip, "episode 1 does not match its checksum (edited or damaged)")
+    refused(flip_alone, "says 3/3 but its episodes give 2/3 (edited?)")
+    refused(reseed, "episode 1 ran seed 2001, initial state 1; the plan gives seed 1001, "
+                    "initial state 1 (edited, or made by another plan)")  # fmt: skip
+
+
+def test_another_policy_identity_is_refused_and_the_kept_episodes_stay(
+    toy_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+):
+    """Same spec, another checkpoint revision: the interrupted task's row keeps its episodes
+    with the refusal, and no episode runs with the other policy."""
+    toy_project.makepyfile(
+        flaky=FLAKY.replace('"revision": None', '"revision": os.environ.get("REV")')
+    )
+    monkeypatch.setenv("REV", "r1")
+    cut = toy_project.runpytest_subprocess(*RUN, "--benchmark-metrics=run.json")
+    assert cut.ret == pytest.ExitCode.INTERRUPTED
+    started(toy_project)
+    monkeypatch.setenv("REV", "r2")
+    again = toy_project.runpytest_subprocess(
+        *RUN, "--benchmark-metrics=run.json", "--benchmark-resume"
+    )
+    again.assert_outcomes(passed=2, failed=2)  # walk kept; stroll refused
+    assert started(toy_project) == []
+    stroll = {r["id"]: r for r in read_metrics(toy_project.path / "run.json")["results"]}[
+        "toy/stroll"
+    ]
+    assert [e["index"] for e in stroll["episodes"]] == [0, 1, 2]
+    assert stroll["error"].startswith("ResumeError: the kept episodes were run by policy ")
+    assert "'revision': 'r1'" in stroll["error"] and "'revision': 'r2'" in stroll["error"]
+
+
 def test_resume_without_a_file_runs_everything(toy_project: pytest.Pytester):
     toy_project.makepyfile(flaky=FLAKY)
     (toy_project.path / "calm").touch()
@@ -213,7 +290,20 @@ def test_a_resumed_recording_run_writes_the_uninterrupted_runs_dataset(
     record = ["--benchmark-metrics=run.json", "--benchmark-record=data"]
     cut = toy_project.runpytest_subprocess(*RUN, *record)
     assert cut.ret == pytest.ExitCode.INTERRUPTED and not (toy_project.path / "data").exists()
-    assert len(list((toy_project.path / "data.parts").rglob("*.npz"))) == 9
+    parts = toy_project.path / "data.parts"
+    assert len(list(parts.rglob("*.npz"))) == 9
+    # Without the recording's parts, or without recording, it is not carried on.
+    shutil.copytree(parts, toy_project.path / "kept.parts")
+    shutil.rmtree(parts / "toy__stroll")
+    lost = toy_project.runpytest_subprocess(*RUN, *record, "--benchmark-resume")
+    assert lost.ret == pytest.ExitCode.USAGE_ERROR
+    lost.stderr.fnmatch_lines(["ERROR: --benchmark-resume: the recording of toy/stroll's kept "
+                               f"episodes 0, 1, 2 is missing from {parts}; *"])  # fmt: skip
+    unrecorded = toy_project.runpytest_subprocess(*RUN, record[0], "--benchmark-resume")
+    unrecorded.stderr.fnmatch_lines(["ERROR: --benchmark-resume: *run.json was made with record*"])
+    shutil.rmtree(parts)
+    shutil.copytree(toy_project.path / "kept.parts", parts)
+    assert started(toy_project)
     resumed = toy_project.runpytest_subprocess(*RUN, *record, "--benchmark-resume")
     resumed.assert_outcomes(passed=4)
     resumed.stdout.fnmatch_lines(["record: LeRobotDataset at *data: 12 episodes of 2 tasks, *"])
