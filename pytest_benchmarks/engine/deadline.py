@@ -6,6 +6,11 @@ stuck in the test process; the caller then kills the workers. Code that never re
 interpreter (a loop inside a C extension, in the test process itself) cannot be interrupted this
 way; run such envs in worker processes (a batch size above 1 without ``--benchmark-sync``).
 
+A policy may ignore SIGALRM, or re-arm the timer for its own use: ``GRACE_S`` after the limit a
+backstop thread delivers SIGUSR2 to the main thread, whose handler raises the same TaskTimeout.
+A process that cannot run its handler at all (stopped, or in a C loop) is ended from outside by
+the xdist controller (``plugin.watchdog``), which reads when its task started from the journal.
+
 pytest's fixture machinery must never see a TaskTimeout: it records only Exceptions and its own
 outcome exceptions as a fixture's error, and the fixture state a TaskTimeout leaves half set up
 fails the next test. A fixture built under the limit is built inside ``fixture_setup()``: there
@@ -26,6 +31,9 @@ from types import FrameType
 #: How soon an expired limit retries: after pytest's code it was deferred in, and again after a
 #: fixture that swallowed its interruption.
 _RETRY_S = 0.05
+
+#: How long past the limit the backstop (SIGUSR2) waits for SIGALRM's TaskTimeout.
+GRACE_S = 3.0
 
 
 class TaskTimeout(BaseException):
@@ -60,21 +68,35 @@ class _Limit:
 _running: _Limit | None = None
 
 
+def _backstop(signum: int, frame: FrameType | None) -> None:
+    """SIGUSR2 from the backstop thread: the running limit expires (a late one is ignored)."""
+    if _running is not None:
+        _running.expire(signum, frame)
+
+
 @contextmanager
 def time_limit(seconds: float | None, what: str) -> Iterator[None]:
     """Raise TaskTimeout in this block after ``seconds`` (None: no limit, or off the main thread,
-    where signals cannot be delivered)."""
+    where signals cannot be delivered), ``GRACE_S`` later through SIGUSR2 if SIGALRM did not."""
     global _running
     if not seconds or threading.current_thread() is not threading.main_thread():
         yield
         return
     limit = _Limit(f"{what} timed out after {seconds:g} s (--benchmark-timeout)")
     previous = signal.signal(signal.SIGALRM, limit.expire)
+    # Installed for good: a backstop that fires as the block ends must find a handler.
+    signal.signal(signal.SIGUSR2, _backstop)
+    backstop = threading.Timer(
+        seconds + GRACE_S, signal.pthread_kill, (threading.main_thread().ident, signal.SIGUSR2)
+    )
+    backstop.daemon = True
     outer, _running = _running, limit
     signal.setitimer(signal.ITIMER_REAL, seconds)
+    backstop.start()
     try:
         yield
     finally:
+        backstop.cancel()
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
         _running = outer

@@ -108,7 +108,7 @@ class JournalWriter:
 
     def start(self, result: TaskResult) -> None:
         """A task starts (``result`` holds the episodes it carries on, if any)."""
-        self._write({"event": "start", "row": _head(result)})
+        self._write({"event": "start", "at": time.time(), "row": _head(result)})
         for episode in result.episodes:
             self.episode(result.task.id, episode, result.policy)
 

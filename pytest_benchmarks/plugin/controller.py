@@ -28,6 +28,7 @@ from pytest_benchmarks.plugin.nodeids import task_of_nodeid
 from pytest_benchmarks.plugin.progress import progress_line
 from pytest_benchmarks.plugin.recording import build_record
 from pytest_benchmarks.plugin.session import WORKER_COUNTS, WORKER_ROWS, SessionState
+from pytest_benchmarks.plugin.watchdog import Watchdog
 
 
 def worker_exit(worker: Any) -> str:
@@ -71,6 +72,8 @@ class Controller:
         )
         #: The session failed before any task finished (its document holds no task).
         self.failed_empty = False
+        #: Ends the xdist workers whose task ran past --benchmark-timeout and did not stop.
+        self.watchdog: Watchdog | None = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         progress = getattr(report, "benchmark_progress", None)
@@ -114,6 +117,11 @@ class Controller:
         worker = getattr(report, "node", None)
         name = getattr(getattr(worker, "gateway", None), "id", "?")
         error = f"WorkerCrashed: xdist worker {name} {worker_exit(worker)} running {crashitem}"
+        if self.watchdog is not None and task_id in self.watchdog.ended:
+            error = (
+                f"TaskTimeout: {task_id} timed out after {self.state.settings.timeout:g} s "
+                "(--benchmark-timeout); its worker did not stop and was ended from outside"
+            )
         if task_id not in self.state.results:
             # The episodes it finished are in its journal (those a resumed file kept too).
             earlier = self.journaled().get(task_id) or self.state.resumed.get(task_id)
@@ -159,7 +167,16 @@ class Controller:
         if added:
             self.write(partial=True, exitstatus=None)
 
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        timeout = self.state.settings.timeout
+        if timeout and getattr(self.config.option, "numprocesses", None):
+            folder = journal.folder_for(self.state.settings.metrics)
+            self.watchdog = Watchdog(folder, timeout)
+            self.watchdog.start()
+
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.watchdog is not None:
+            self.watchdog.stop()
         # Without xdist, a task interrupted by Ctrl-C never got a test report; its partial
         # result is still in this process's cache.
         for task_id, result in self.state.cache.items():
@@ -272,6 +289,8 @@ class Controller:
             write(f"metrics: NOT written to {path}: {error}", red=True)
         if self.record_line:
             write(self.record_line)
+        for line in state.leftover_lines:
+            write(line, yellow=True)
         self.gate_summary(write)
 
     def judge(self) -> None:

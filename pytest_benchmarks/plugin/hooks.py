@@ -5,6 +5,7 @@ The hooks stay thin; the work is done by plain functions in the other modules.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Generator
 from typing import Any
 
@@ -16,6 +17,7 @@ from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.metrics.snapshots import DIRNAME
 from pytest_benchmarks.plugin import gate, options, payload, signals, untimed
 from pytest_benchmarks.plugin.controller import Controller
+from pytest_benchmarks.plugin.leftovers import Leftovers
 from pytest_benchmarks.plugin.nodeids import task_of_nodeid
 from pytest_benchmarks.plugin.progress import PROGRESS
 from pytest_benchmarks.plugin.session import (
@@ -30,6 +32,7 @@ MARKER = "benchmark_env"
 
 RESTORE_SIGNALS = pytest.StashKey[Callable[[], None]]()
 RESTORE_WARNINGS = pytest.StashKey[Callable[[], None]]()
+LEFTOVERS = pytest.StashKey[Leftovers]()
 
 
 class _Excluded:
@@ -57,6 +60,9 @@ def pytest_configure(config: pytest.Config) -> None:
     xdist_controller = not state.is_worker and bool(getattr(config.option, "numprocesses", None))
     role = "worker" if state.is_worker else "controller" if xdist_controller else "session"
     config.stash[RESTORE_SIGNALS] = signals.install(role)
+    if role != "controller":  # this process runs the tasks, and the policies
+        leftovers = config.stash[LEFTOVERS] = Leftovers()
+        leftovers.register_exit()
     config.stash[RESTORE_WARNINGS] = untimed.silence(config)
 
 
@@ -145,6 +151,22 @@ def check_snapshot_dirs(config: pytest.Config, nodeids: list[str]) -> None:
                 f"--snapshot-update: cannot write snapshots in {folder}: {exc}",
                 returncode=pytest.ExitCode.USAGE_ERROR,
             )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """End what the policies left running (``leftovers``), each in one line."""
+    leftovers = session.config.stash.get(LEFTOVERS, None)
+    if leftovers is None:
+        return
+    leftovers.status = int(session.exitstatus)
+    lines = leftovers.end_children()
+    state = get_state(session.config)
+    if state.is_worker:
+        for line in lines:
+            os.write(2, f"{line}\n".encode())  # past any output capture
+    else:
+        state.leftover_lines += lines
 
 
 @pytest.hookimpl(wrapper=True)

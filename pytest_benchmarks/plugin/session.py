@@ -43,6 +43,8 @@ class SessionState:
     gate_families: dict[str, tuple[frozenset[str], int, int]] = field(default_factory=dict)
     #: What became of an earlier run's journal at the start, for the header.
     journal_line: str | None = None
+    #: What the policies left running and the session ended, one line each (the summary's).
+    leftover_lines: list[str] = field(default_factory=list)
     #: The controller's locks on this run's outputs, held until the session ends.
     locks: list[OutputLock] = field(default_factory=list)
 

@@ -175,6 +175,71 @@ def test_timeout_kills_workers_that_ignore_sigterm_or_are_stopped(toy_project: p
     assert leftover_processes(str(toy_project.path)) == []
 
 
+@pytest.mark.parametrize(
+    ("factory", "episodes"), [("deaf_to_alarms", 2), ("rearming", 400)], ids=["deaf", "rearming"]
+)
+def test_a_policy_that_ignores_or_rearms_the_alarm_still_times_out(
+    toy_project: pytest.Pytester, factory: str, episodes: int
+):
+    """SIGALRM ignored (and the build asleep), or the timer pushed on at every step: the
+    backstop (SIGUSR2, a grace after the limit) ends the task as TaskTimeout all the same."""
+    toy_project.makepyfile(hostile=HOSTILE_POLICIES)
+    result = toy_project.runpytest_subprocess(
+        "-p", "no:cacheprovider", f"--benchmark-policy=module:hostile:{factory}",
+        "--benchmark-task=walk", f"--benchmark-episodes={episodes}", "--benchmark-batch-size=1",
+        "--benchmark-timeout=1", timeout=240,
+    )  # fmt: skip
+    result.assert_outcomes(failed=2)
+    error = rows(toy_project)["toy/walk"]["error"]
+    assert error == "TaskTimeout: toy/walk timed out after 1 s (--benchmark-timeout)"
+
+
+def test_a_stopped_xdist_worker_is_ended_from_outside_and_keeps_its_episodes(
+    toy_project: pytest.Pytester,
+):
+    """A worker that stops itself (SIGSTOP) answers no signal: the controller ends it when its
+    task is past the limit and both graces, and records TaskTimeout with the three episodes the
+    task finished; the other task runs on."""
+    toy_project.makepyfile(hostile=HOSTILE_POLICIES)
+    result = toy_project.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-n", "2", "--benchmark-policy=module:hostile:stopping",
+        "--benchmark-task=walk,stroll", "--benchmark-episodes=8", "--benchmark-batch-size=1",
+        "--benchmark-timeout=1", timeout=240,
+    )  # fmt: skip
+    found = rows(toy_project)
+    walk = found["toy/walk"]
+    assert walk["error"] == ("TaskTimeout: toy/walk timed out after 1 s (--benchmark-timeout); "
+                             "its worker did not stop and was ended from outside")  # fmt: skip
+    assert [e["index"] for e in walk["episodes"]] == [0, 1, 2]
+    assert found["toy/stroll"]["error"] is None, result.stdout.str()
+    assert leftover_processes(str(toy_project.path)) == []
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_threads_and_processes_a_policy_leaves_are_ended_with_the_sessions_status(
+    toy_project: pytest.Pytester, workers: str
+):
+    """A policy's non-daemon thread no longer keeps the process alive after "passed", and the
+    child it started is killed: one line each, and the session's own exit status."""
+    toy_project.makepyfile(hostile=HOSTILE_POLICIES)
+    for factory, line in [
+        ("threading_", "leftover: thread 'policy-poller', started during the session and not a "
+                       "daemon, was still running at its end; exiting without waiting for it"),
+        ("forking", "leftover: process * (python*), started during the session and still "
+                    "running at its end, was killed"),
+    ]:  # fmt: skip
+        result = toy_project.runpytest_subprocess(
+            "-p", "no:cacheprovider", "-n", workers, f"--benchmark-policy=module:hostile:{factory}",
+            "--benchmark-task=walk", "--benchmark-episodes=2", timeout=120,
+        )  # fmt: skip
+        assert result.ret == pytest.ExitCode.OK
+        result.assert_outcomes(passed=2)
+        assert fnmatch.filter(result.stdout.lines + result.stderr.lines, f"*{line}*"), result
+    child = int((toy_project.path / "child.txt").read_text())
+    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text()
+    assert leftover_processes(str(toy_project.path)) == []
+
+
 def test_bad_timeout_is_one_line(toy_project: pytest.Pytester):
     result = run(toy_project, "--benchmark-timeout=soon")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -308,6 +373,47 @@ def wrong_signature(config):
 
 def sleeping(config, num_envs):
     time.sleep(3600)
+
+def threading_(config, num_envs):
+    import threading
+    threading.Thread(target=time.sleep, args=(3600,), name="policy-poller").start()
+    return Forward(num_envs)
+
+def forking(config, num_envs):
+    import subprocess
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+    Path("child.txt").write_text(str(child.pid))
+    return Forward(num_envs)
+
+def deaf_to_alarms(config, num_envs):
+    import signal
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    time.sleep(3600)
+
+class Rearming(Forward):
+    # Takes its time each step and pushes the process's timer on, for a use of its own.
+    def act(self, batch):
+        import signal
+        signal.setitimer(signal.ITIMER_REAL, 60)
+        time.sleep(0.05)
+        return super().act(batch)
+
+def rearming(config, num_envs):
+    return Rearming(num_envs)
+
+class Stopping(Forward):
+    # Stops its own process (SIGSTOP) at walk's fourth episode: three have finished.
+    started = 0
+    def reset(self, slots, seeds):
+        Stopping.started += len(slots)
+        if Stopping.started == 4 and self.task == "walk":
+            import signal
+            os.kill(os.getpid(), signal.SIGSTOP)
+
+def stopping(config, num_envs):
+    policy = Stopping(num_envs)
+    policy.task = config.task.name
+    return policy
 
 def identity_none(config, num_envs):
     return Forward(num_envs, "none")

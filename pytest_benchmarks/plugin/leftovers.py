@@ -1,0 +1,76 @@
+"""What a policy leaves running when the session ends: processes it forked and non-daemon threads
+it started. Each is reported in one line and ended, so the session exits, with its own status.
+
+Children of the process that ran the tasks (the session without xdist, or each xdist worker)
+that were not there when the session began are killed (SIGKILL) at its end. A thread cannot be
+killed, and Python waits for every non-daemon thread before it exits: at interpreter shutdown,
+before that wait (``threading._register_atexit``, the hook ``concurrent.futures`` uses too), the
+process exits with the session's status instead when such a thread is still alive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+
+from pytest_benchmarks.plugin.signals import child_pids
+
+#: The process's first session registers the exit hook; in-process sessions after it do not.
+_registered = False
+
+
+class Leftovers:
+    """The children and threads there were when the session began."""
+
+    def __init__(self) -> None:
+        self.children = set(child_pids())
+        self.threads = {thread.ident for thread in threading.enumerate()}
+        #: The session's exit status, once known.
+        self.status = 0
+
+    def end_children(self) -> list[str]:
+        """Kill the children started since the session began; a line for each."""
+        lines = []
+        for pid in child_pids():
+            if pid in self.children:
+                continue
+            with contextlib.suppress(OSError):
+                name = open(f"/proc/{pid}/comm").read().strip()  # noqa: SIM115
+                os.kill(pid, signal.SIGKILL)
+                lines.append(
+                    f"leftover: process {pid} ({name}), started during the session and still "
+                    "running at its end, was killed"
+                )
+        return lines
+
+    def live_threads(self) -> list[threading.Thread]:
+        """Non-daemon threads started since the session began that are still running."""
+        return [
+            thread
+            for thread in threading.enumerate()
+            if thread.ident not in self.threads and not thread.daemon and thread.is_alive()
+        ]
+
+    def register_exit(self) -> None:
+        """At shutdown, exit with ``status`` rather than wait for leftover threads."""
+        global _registered
+        if _registered:
+            return
+        _registered = True
+        threading._register_atexit(self._exit)  # type: ignore[attr-defined]
+
+    def _exit(self) -> None:
+        threads = self.live_threads()
+        if not threads:
+            return
+        for thread in threads:
+            sys.stderr.write(
+                f"leftover: thread {thread.name!r}, started during the session and not a "
+                "daemon, was still running at its end; exiting without waiting for it\n"
+            )
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(self.status)
