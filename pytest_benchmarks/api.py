@@ -94,10 +94,15 @@ def evaluate(
     """
     # The keywords by name, as the registry names them (this function's locals at entry).
     given = {API_KEYWORDS[name]: value for name, value in locals().items() if name in API_KEYWORDS}
+    if not isinstance(policy, (str, Policy)) and not callable(policy):
+        raise validation.OptionError(
+            f"policy: {policy!r} is not a spec (a string such as 'scripted'), a Policy (an object "
+            "with reset, act and identity) or a factory (config, num_envs) -> Policy"
+        )
     settings = validation.build(
         root=Path.cwd(),
         **given,
-        env=[benchmarks] if isinstance(benchmarks, str) else list(benchmarks),
+        env=[benchmarks] if isinstance(benchmarks, str) else benchmarks,
         policy=policy if isinstance(policy, str) else PolicySpec.object(),
     )
     if batch_size is None and isinstance(policy, Policy):

@@ -12,6 +12,9 @@ from pytest_benchmarks.core import catalog, validation
 from pytest_benchmarks.core.settings import DEFAULT_EPISODES, DEFAULT_SEED
 from pytest_benchmarks.core.validation import OptionError
 
+#: A rename map is for a lerobot: policy's pre-processor (a Hub id: nothing is fetched here).
+LEROBOT = "lerobot:lerobot/smolvla_base"
+
 
 def test_typed_values_and_flag_strings_give_the_same_settings(tmp_path: Path):
     flags = validation.settings(
@@ -43,6 +46,7 @@ def test_typed_values_and_flag_strings_give_the_same_settings(tmp_path: Path):
         root=tmp_path,
         camera_map='{"agentview_image": "camera1", "robot0_eye_in_hand_image": "camera2"}',
         rename_map='{"observation.image": "observation.images.camera1"}',
+        policy=LEROBOT,
     )
     assert pasted.camera_map == (
         ("agentview_image", "camera1"),
@@ -52,7 +56,7 @@ def test_typed_values_and_flag_strings_give_the_same_settings(tmp_path: Path):
     assert (
         pasted.rename_map
         == validation.build(
-            root=tmp_path, rename_map="observation.image=observation.images.camera1"
+            root=tmp_path, rename_map="observation.image=observation.images.camera1", policy=LEROBOT
         ).rename_map
     )
     # Nothing given: the plugin's defaults (batch size 0 is its "auto").
@@ -75,6 +79,26 @@ def test_typed_values_and_flag_strings_give_the_same_settings(tmp_path: Path):
         ({"camera_map": {"nowhere": "camera1"}}, "--benchmark-camera-map: no camera 'nowhere'"),
         ({"policy": "nosuch:thing"}, "--benchmark-policy: "),
         ({"metrics": "/proc/no/metrics.json"}, "--benchmark-metrics: cannot write /proc/no"),
+        # Wrong types: the options' own words, never a raw TypeError or a silent coercion.
+        ({"episodes": True}, "--benchmark-episodes: 'True' is not an integer in [1, 1000000]"),
+        ({"tasks": []}, "--benchmark-task: an empty list names nothing; give names, or None"),
+        ({"sync": "maybe"}, "--benchmark-sync: 'maybe' is not True or False"),
+        ({"resume": 1}, "--benchmark-resume: 1 is not True or False"),
+        ({"metrics": 5}, "--benchmark-metrics: 5 is not a path (a string or a pathlib.Path)"),
+        ({"metrics": b"m.json"}, "--benchmark-metrics: b'm.json' is not a path"),
+        ({"policy": 42}, "policy: 42 is not a spec (a string such as 'scripted'), a Policy"),
+        ({"policy": None}, "policy: None is not a spec"),
+        ({"policy": object()}, "policy: <object object at "),
+        # LeRobot's JSON maps: names taken whole, a duplicate refused, a rename only for lerobot:
+        (
+            {"camera_map": '{"corner2,x": "camera1"}'},
+            "--benchmark-camera-map: no camera 'corner2,x'",
+        ),
+        (
+            {"camera_map": '{"corner2": "a", "corner2": "b"}'},
+            "--benchmark-camera-map: 'corner2' is given twice; give each name once",
+        ),
+        ({"rename_map": '{"a=b": "c"}'}, "--benchmark-rename-map: renames a lerobot: policy's"),
     ],
 )
 def test_bad_arguments_fail_before_any_episode_with_the_options_words(
@@ -84,6 +108,16 @@ def test_bad_arguments_fail_before_any_episode_with_the_options_words(
         evaluate("metaworld", **{"tasks": ["reach-v3"], **arguments})  # type: ignore[arg-type]
     assert str(info.value).startswith(message)
     assert "\n" not in str(info.value)
+
+
+def test_a_benchmark_name_that_is_no_string_is_refused_in_one_line():
+    with pytest.raises(OptionError, match=r"^--benchmark-env: 5 is not a name or a list of names$"):
+        evaluate(5)  # type: ignore[arg-type]
+
+
+def test_flags_take_their_ini_spellings(tmp_path: Path):
+    assert validation.build(root=tmp_path, sync="no").sync is False
+    assert validation.build(root=tmp_path, sync="True").sync is True
 
 
 def test_default_batch_size_is_the_plugins_auto_and_one_for_a_policy_object(tmp_path: Path):

@@ -29,7 +29,16 @@ version = "0.1.0"
 lane = "lanebench:Lane"
 broken = "lanebench.missing:Nope"
 notabench = "lanebench:Cart"
+exiting = "lanebench.exits:Lane"
+notasks = "lanebench:NoTasks"
+nospaces = "lanebench:NoSpaces"
+negative = "lanebench:NegativeSteps"
+# A second package's claim on a name another one registers.
+pusht = "lanebench:Lane"
 """
+
+#: A module that ends the process when it is imported.
+EXITS = "import sys\nsys.exit(3)\n"
 
 #: A lane the cart drives along: ``x`` starts at ``-0.125 * init_state`` and the episode succeeds
 #: at ``x >= goal``; the scripted driver pushes at full speed, so ``far`` needs more steps.
@@ -86,7 +95,8 @@ class Lane(Benchmark):
     requires = ("gymnasium",)
 
     def tasks(self):
-        return [TaskRef("lane", "lane", name, i, f"Drive {name}.") for i, name in enumerate(GOALS)]
+        return [TaskRef(self.name, self.name, name, i, f"Drive {name}.")
+                for i, name in enumerate(GOALS)]
 
     def groups(self):
         return {"lanes": list(GOALS)}
@@ -112,6 +122,21 @@ class Lane(Benchmark):
 
     def scripted_policy(self, task, num_envs):
         return Driver()
+
+
+class NoTasks(Lane):
+    def tasks(self):
+        raise RuntimeError("the task list is not there")
+
+
+class NoSpaces(Lane):
+    def spaces(self, config):
+        raise RuntimeError("no spaces declared")
+
+
+class NegativeSteps(Lane):
+    def default_max_steps(self, task):
+        return -5
 '''
 
 TESTS = """
@@ -135,6 +160,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (source / "lanebench").mkdir(parents=True)
     (source / "pyproject.toml").write_text(PYPROJECT)
     (source / "lanebench" / "__init__.py").write_text(PACKAGE)
+    (source / "lanebench" / "exits.py").write_text(EXITS)
     target = root / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
@@ -224,6 +250,18 @@ def test_the_api_evaluates_an_installed_benchmark(site: Path, tmp_path: Path):
         ("notabench", "*--benchmark-env: benchmark 'notabench': pytest_benchmarks.benchmarks "
                       "entry point 'lanebench:Cart' is *, not a subclass of "
                       "pytest_benchmarks.Benchmark"),
+        ("exiting", "*--benchmark-env: benchmark 'exiting' (pytest_benchmarks.benchmarks entry "
+                    "point 'lanebench.exits:Lane') cannot be loaded: SystemExit: 3"),
+        ("notasks", "*--benchmark-env: benchmark 'notasks' (pytest_benchmarks.benchmarks entry "
+                    "point 'lanebench:NoTasks'): tasks() raised RuntimeError: the task list is "
+                    "not there"),
+        ("nospaces", "*--benchmark-env: benchmark 'nospaces' (pytest_benchmarks.benchmarks entry "
+                     "point 'lanebench:NoSpaces'): spaces() for nospaces/near raised "
+                     "RuntimeError: no spaces declared"),
+        ("negative", "*--benchmark-env: benchmark 'negative': default_max_steps(negative/near) "
+                     "is -5, not an integer >= 1 (--benchmark-max-steps overrides it)"),
+        ("pusht", "*--benchmark-env: benchmark 'pusht' is registered by more than one package: "
+                  "*; uninstall all but one"),
     ],
 )  # fmt: skip
 def test_a_broken_entry_point_is_one_line_and_spares_the_others(

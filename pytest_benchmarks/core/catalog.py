@@ -43,23 +43,61 @@ def _entry_points() -> dict[str, metadata.EntryPoint]:
     return {ep.name: ep for ep in metadata.entry_points(group=GROUP)}
 
 
+def _claimants(name: str) -> list[str]:
+    """The distinct entry points that register ``name``, as ``value (distribution)``."""
+    found = {
+        ep.value: getattr(ep.dist, "name", "?")
+        for ep in metadata.entry_points(group=GROUP)
+        if ep.name == name
+    }
+    return [f"{value} ({dist})" for value, dist in found.items()]
+
+
 def names() -> list[str]:
     """Every benchmark's name, sorted: the installed entry points and the registered ones."""
     return sorted({*_entry_points(), *_REGISTERED})
 
 
 def get(name: str) -> Benchmark:
-    """The benchmark named ``name``; SelectionError naming the valid ones otherwise."""
+    """The benchmark named ``name``; SelectionError naming the valid ones otherwise, and
+    BenchmarkLoadError naming its entry point when it cannot be made."""
     if name not in _INSTANCES:
-        _INSTANCES[name] = _load(name)()
+        cls = _load(name)
+        try:
+            _INSTANCES[name] = cls()
+        except Exception as exc:
+            raise BenchmarkLoadError(
+                f"benchmark {name!r} ({_where(name)}): {one_line(exc)}"
+            ) from exc
     return _INSTANCES[name]
 
 
-def problem(name: str) -> str | None:
-    """Why the benchmark ``name`` cannot run here (not installed, or its entry point is
-    broken), or None."""
+def _where(name: str) -> str:
+    entry = _entry_points().get(name)
+    return "registered in code" if entry is None else f"{GROUP} entry point {entry.value!r}"
+
+
+def call[T](benchmark: Benchmark, what: str, function: Callable[[], T]) -> T:
+    """``function()``, a call into a benchmark's own code (``what`` names it); what it raises
+    becomes one BenchmarkLoadError naming the benchmark and its entry point."""
     try:
-        return get(name).missing()
+        return function()
+    except Exception as exc:
+        raise BenchmarkLoadError(
+            f"benchmark {benchmark.name!r} ({_where(benchmark.name)}): {what} raised "
+            f"{one_line(exc)}"
+        ) from exc
+
+
+def problem(name: str) -> str | None:
+    """Why the benchmark ``name`` cannot run here (not installed, or its entry point or its
+    task list is broken), or None."""
+    try:
+        benchmark = get(name)
+        missing = call(benchmark, "missing()", benchmark.missing)
+        if missing is None:
+            call(benchmark, "tasks()", benchmark.tasks)
+        return missing
     except BenchmarkLoadError as exc:
         return str(exc)
 
@@ -68,6 +106,12 @@ def _load(name: str) -> type[Benchmark]:
     if name in _REGISTERED:
         return _REGISTERED[name]
     entry = _entry_points().get(name)
+    claimants = _claimants(name)
+    if len(claimants) > 1:
+        raise BenchmarkLoadError(
+            f"benchmark {name!r} is registered by more than one package: "
+            f"{'; '.join(claimants)}; uninstall all but one"
+        )
     if entry is None:
         valid = names()
         raise SelectionError(
@@ -75,7 +119,7 @@ def _load(name: str) -> type[Benchmark]:
         )
     try:
         cls = entry.load()
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a module that exits on import, too
         raise BenchmarkLoadError(
             f"benchmark {name!r} ({GROUP} entry point {entry.value!r}) cannot be loaded: "
             f"{one_line(exc)}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 from dataclasses import dataclass, field
+from functools import partial
 
 from pytest_benchmarks.core import catalog, rendering
 from pytest_benchmarks.core.settings import Settings, default_obs
@@ -48,6 +49,11 @@ def select(options: Settings) -> Selection:
             raise OptionError(
                 f"--benchmark-obs: {name} offers {', '.join(modes)}, not {options.obs}"
             )
+    for name, reason in _declared_problems(options, tasks).items():
+        if options.envs:
+            raise OptionError(f"--benchmark-env: {reason}")
+        unavailable[name] = reason  # not asked for: the other benchmarks still run
+        del tasks[name]
     _check_cameras(options, tasks)
     _check_rendering(options, tasks)
     _check_video(options, tasks)
@@ -124,3 +130,27 @@ def _check_record(options: Settings, selection: dict[str, list[TaskRef]]) -> Non
             "--benchmark-record: LeRobot writes the dataset and is not installed: "
             "pip install 'pytest-benchmarks[lerobot]'"
         )
+
+
+def _declared_problems(options: Settings, tasks: dict[str, list[TaskRef]]) -> dict[str, str]:
+    """Per benchmark, why what it declares for its selected tasks is unusable (a step limit
+    below 1, spaces that cannot be declared), in one line naming it and its entry point, so
+    that it is said before any test runs rather than as a traceback in the middle of the run."""
+    problems: dict[str, str] = {}
+    for name, chosen in tasks.items():
+        benchmark = catalog.get(name)
+        try:
+            for task in chosen:
+                if options.max_steps is None:
+                    declared = partial(benchmark.default_max_steps, task)
+                    steps = catalog.call(benchmark, f"default_max_steps({task.id})", declared)
+                    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+                        raise catalog.BenchmarkLoadError(
+                            f"benchmark {name!r}: default_max_steps({task.id}) is {steps!r}, not "
+                            "an integer >= 1 (--benchmark-max-steps overrides it)"
+                        )
+                spaces = partial(options.env_config, task)
+                catalog.call(benchmark, f"spaces() for {task.id}", spaces)
+        except catalog.BenchmarkLoadError as exc:
+            problems[name] = str(exc)
+    return problems

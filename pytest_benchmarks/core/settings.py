@@ -56,7 +56,7 @@ def _policy(flag: str, value: Any) -> PolicySpec:
 
 
 def _benchmarks(flag: str, value: Any) -> tuple[str, ...] | None:
-    chosen = values.names(value)
+    chosen = values.name_list(flag, value)
     for name in chosen or ():
         if name not in catalog.names():
             raise OptionError(

@@ -66,6 +66,11 @@ def build(*, root: Path, **given: Any) -> Settings:
             f"slots (--benchmark-policy is {result.policy}); drop the flag or use a lerobot: "
             "policy"
         )
+    if result.rename_map and not result.policy.is_lerobot:
+        raise OptionError(
+            "--benchmark-rename-map: renames a lerobot: policy's inputs (its pre-processor); "
+            f"--benchmark-policy is {result.policy}; drop the option or use a lerobot: policy"
+        )
     return result
 
 

@@ -30,6 +30,15 @@ def names(value: Any) -> tuple[str, ...] | None:
 
 
 def name_list(flag: str, value: Any) -> tuple[str, ...] | None:
+    """Names as ``a,b`` or a sequence of strings; an empty sequence names nothing, an error
+    (None, or leaving the option out, is the default)."""
+    if isinstance(value, (list, tuple)):
+        if not value:
+            raise OptionError(f"{flag}: an empty list names nothing; give names, or None")
+        if not all(isinstance(item, str) and item.strip() for item in value):
+            raise OptionError(f"{flag}: {value!r} is not a list of names (strings)")
+    elif value is not None and not isinstance(value, str):
+        raise OptionError(f"{flag}: {value!r} is not a name or a list of names")
     return names(value)
 
 
@@ -38,6 +47,8 @@ def integer(minimum: int, maximum: int | None = None) -> Parser:
 
     def parse(flag: str, value: Any) -> int:
         try:
+            if isinstance(value, bool):  # True is 1 to int(), never an episode count
+                raise TypeError
             number = int(value)
         except (TypeError, ValueError, OverflowError):
             number = minimum - 1
@@ -76,16 +87,28 @@ def number(accept: Callable[[float], bool], expected: str) -> Parser:
     return parse
 
 
+#: How an ini file (or a string given to the API) spells a flag, as configparser reads them.
+FLAG_WORDS = {"1": True, "yes": True, "true": True, "on": True,
+              "0": False, "no": False, "false": False, "off": False, "": False}  # fmt: skip
+
+
 def flag(flag: str, value: Any) -> bool:
-    """A flag: set or not."""
-    return bool(value)
+    """A flag: True or False (None: False), or its ini spelling (``true``, ``no``, ...)."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in FLAG_WORDS:
+        return FLAG_WORDS[value.strip().lower()]
+    raise OptionError(f"{flag}: {value!r} is not True or False (or true, false, yes, no, 1, 0)")
 
 
 def path(flag: str, value: Any) -> Path | None:
-    """A path, ``~`` expanded, made absolute against the working directory."""
+    """A path (a string or ``os.PathLike``), ``~`` expanded, made absolute against the working
+    directory."""
     if value in (None, ""):
         return None
-    return Path(os.path.expanduser(str(value))).absolute()
+    if not isinstance(value, (str, os.PathLike)) or isinstance(value, bytes):
+        raise OptionError(f"{flag}: {value!r} is not a path (a string or a pathlib.Path)")
+    return Path(os.path.expanduser(os.fspath(value))).absolute()
 
 
 def indices(flag: str, value: Any) -> tuple[int, ...] | None:
@@ -120,24 +143,44 @@ def image_size(flag: str, value: Any) -> tuple[int, int]:
 
 def pairs(example: str) -> Parser:
     """``A=B,C=D``, a mapping, or a JSON object as LeRobot's own flags take it
-    (``'{"A": "B"}'``, pasted from a ``lerobot-eval`` command): (source, target) pairs."""
+    (``'{"A": "B"}'``, pasted from a ``lerobot-eval`` command): (source, target) pairs. Names
+    in a JSON object or mapping are taken whole (commas and ``=`` included); a name given twice
+    is an error, not the last one winning."""
 
     def parse(flag: str, value: Any) -> tuple[tuple[str, str], ...]:
         if isinstance(value, str) and value.strip().startswith("{"):
             try:
-                value = json.loads(value)
+                items = json.loads(value, object_pairs_hook=list)
             except ValueError as exc:
                 raise OptionError(f"{flag}: not a JSON object ({exc}); e.g. {example}") from None
-            if not all(isinstance(v, str) for v in value.values()):
-                raise OptionError(f"{flag}: the JSON object's values must be names; e.g. {example}")
-        if isinstance(value, Mapping):
-            value = ",".join(f"{source}={target}" for source, target in value.items())
-        found = []
-        for item in names(value) or ():
-            source, sep, target = item.partition("=")
-            if not sep or not source.strip() or not target.strip():
-                raise OptionError(f"{flag}: {item!r} is not OLD=NEW; e.g. {example}")
-            found.append((source.strip(), target.strip()))
+            found = [(k, v) for k, v in items]
+        elif isinstance(value, Mapping):
+            found = list(value.items())
+        elif value is None or isinstance(value, str):
+            found = []
+            for item in names(value) or ():
+                source, sep, target = item.partition("=")
+                if not sep or not source.strip() or not target.strip():
+                    raise OptionError(f"{flag}: {item!r} is not OLD=NEW; e.g. {example}")
+                found.append((source.strip(), target.strip()))
+        else:
+            raise OptionError(
+                f"{flag}: {value!r} is not OLD=NEW pairs or a mapping; e.g. {example}"
+            )
+        seen: set[str] = set()
+        for source, target in found:
+            if (
+                not isinstance(source, str)
+                or not isinstance(target, str)
+                or not source
+                or not target
+            ):
+                raise OptionError(
+                    f"{flag}: {source!r}: {target!r} is not a pair of names; e.g. {example}"
+                )
+            if source in seen:
+                raise OptionError(f"{flag}: {source!r} is given twice; give each name once")
+            seen.add(source)
         return tuple(found)
 
     return parse

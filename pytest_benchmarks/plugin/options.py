@@ -43,7 +43,8 @@ def read(config: pytest.Config) -> dict[str, Any]:
     for option in OPTIONS:
         value = config.getoption(option.dest)
         if option.is_flag:
-            raw[option.flag] = bool(value or config.getini(option.dest))
+            # Set on the command line, else the ini file's spelling (true, no, ...) or unset.
+            raw[option.flag] = True if value else config.getini(option.dest) or False
             continue
         if isinstance(value, str) and not value.strip():
             raise OptionError(f"{option.flag}: empty value; give one, or leave the option out")

@@ -190,7 +190,14 @@ class LeRobotPolicy:
             identity = {**identity, BACKBONE: vlm.label}
         wanted = {k: tuple(f.shape) for k, f in policy_config.input_features.items()}
         renames = dict(loading.rename_map)
-        seen = {renames.get(k, k): f for k, f in policy_view(features).items()}
+        given = policy_view(features)
+        unknown = [k for k in renames if k not in given]
+        if unknown:
+            raise LeRobotLoadError(
+                f"{name}: --benchmark-rename-map renames {unknown[0]!r}, which {config.task.id} "
+                f"does not give; it gives {', '.join(sorted(given))}"
+            )
+        seen = {renames.get(k, k): f for k, f in given.items()}
         # SmolVLA and the pi0 family fill the cameras the batch lacks themselves (up to
         # ``empty_cameras``), as in LeRobot's evaluation: nothing is padded for them, and one
         # camera of the env's is enough (with none, the feature diff says so).

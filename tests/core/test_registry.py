@@ -163,7 +163,9 @@ def test_snapshot_settings_are_the_options_with_a_snapshot_rule(tmp_path: Path):
         "image_size": None,
         "settle_steps": None,
     }
-    pixels = validation.build(root=tmp_path, obs="pixels", rename_map="a=b").snapshot_settings(task)
+    pixels = validation.build(
+        root=tmp_path, obs="pixels", rename_map="a=b", policy="lerobot:lerobot/smolvla_base"
+    ).snapshot_settings(task)
     assert pixels == {
         "seed": 1000, "max_steps": 500, "obs": "pixels", "image_size": [128, 128],
         "settle_steps": None, "render": "faithful", "rename_map": {"a": "b"},
