@@ -4,37 +4,46 @@ the ``partial`` marker and the exit status are written; a second Ctrl-C ends it 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from helpers import leftover_processes, read_metrics
 
-#: A policy that takes a moment per step and notes each episode it starts, one file per task;
-#: ``deaf`` also swallows every KeyboardInterrupt (SIGTERM's Terminated included).
+#: A policy that notes each episode it starts (one file per task) and holds at its fourth start,
+#: three episodes finished, until a signal ends it: a session can end only by the signal the
+#: test sends, however loaded the machine. ``deaf`` (stroll's) swallows every KeyboardInterrupt
+#: (SIGTERM's Terminated included) and never finishes a step.
 SLOW_POLICY = """
-import os, time
+import time
 import numpy as np
 
 class Slow:
     def __init__(self, task, num_envs, deaf):
-        self.task, self.num_envs, self.deaf = task, num_envs, deaf
+        self.task, self.num_envs, self.deaf, self.started = task, num_envs, deaf, 0
     def reset(self, slots, seeds):
         with open(f"started-{self.task}.txt", "a") as f:
             f.write("x")
-    def act(self, batch):
+        self.started += len(slots)
+        if self.started >= HOLD:
+            self.hold()
+    def hold(self):
         while True:
             try:
-                time.sleep(0.01 if not self.deaf else 0.2)
-                if not self.deaf:
-                    return np.ones((self.num_envs, 1), dtype=np.float32)
+                time.sleep(0.05)
             except KeyboardInterrupt:
                 if not self.deaf:
                     raise
+    def act(self, batch):
+        if self.deaf:
+            self.hold()
+        return np.ones((self.num_envs, 1), dtype=np.float32)
     def identity(self):
         return {"source": "module", "id": "slow", "revision": None}
 
@@ -44,17 +53,33 @@ def make(config, num_envs):
 def deaf(config, num_envs):
     return Slow(config.task.name, num_envs, config.task.name == "stroll")
 """
+#: The start a task's policy holds at: the three episodes before it have finished.
+HOLD = 4
 
 
-def start(project: pytest.Pytester, metrics: Path, factory: str) -> subprocess.Popen[str]:
-    project.makepyfile(slow=SLOW_POLICY)
-    return subprocess.Popen(
+@pytest.fixture
+def sessions() -> Iterator[list[subprocess.Popen[str]]]:
+    """The inner sessions a test starts; each one's process group is ended however it ends."""
+    started: list[subprocess.Popen[str]] = []
+    yield started
+    for session in started:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(session.pid, signal.SIGKILL)
+
+
+def start(
+    project: pytest.Pytester, metrics: Path, factory: str, sessions: list[subprocess.Popen[str]]
+) -> subprocess.Popen[str]:
+    project.makepyfile(slow=SLOW_POLICY.replace("HOLD", str(HOLD)))
+    session = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2",
          "--benchmark-task=walk,stroll", "--benchmark-episodes=30", "--benchmark-batch-size=1",
          f"--benchmark-policy=module:slow:{factory}", f"--benchmark-metrics={metrics}"],
         cwd=project.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True,  # its own process group, as a terminal's foreground job
     )  # fmt: skip
+    sessions.append(session)
+    return session
 
 
 def wait_for_episodes(project: pytest.Pytester, tasks: tuple[str, ...], count: int) -> None:
@@ -69,11 +94,11 @@ def wait_for_episodes(project: pytest.Pytester, tasks: tuple[str, ...], count: i
 
 
 def test_ctrl_c_to_the_process_group_under_xdist_keeps_every_finished_episode(
-    toy_project: pytest.Pytester,
+    toy_project: pytest.Pytester, sessions: list[subprocess.Popen[str]]
 ):
     metrics = toy_project.path / "run.json"
-    session = start(toy_project, metrics, "make")
-    wait_for_episodes(toy_project, ("walk", "stroll"), 3)
+    session = start(toy_project, metrics, "make", sessions)
+    wait_for_episodes(toy_project, ("walk", "stroll"), HOLD)
     os.killpg(session.pid, signal.SIGINT)
     out, _ = session.communicate(timeout=120)
     assert session.returncode == pytest.ExitCode.INTERRUPTED, out
@@ -83,32 +108,32 @@ def test_ctrl_c_to_the_process_group_under_xdist_keeps_every_finished_episode(
     assert document["run"]["exitstatus"] == pytest.ExitCode.INTERRUPTED
     rows = {row["id"]: row for row in document["results"]}
     for task in ("toy/walk", "toy/stroll"):
-        assert 2 <= rows[task]["n_episodes"] < 30, rows[task]
+        assert rows[task]["n_episodes"] == HOLD - 1, rows[task]
         assert rows[task]["error"].startswith("KeyboardInterrupt"), rows[task]["error"]
     assert leftover_processes(str(toy_project.path)) == []
 
 
 def test_ctrl_c_to_the_controller_alone_under_xdist_is_handled_the_same(
-    toy_project: pytest.Pytester,
+    toy_project: pytest.Pytester, sessions: list[subprocess.Popen[str]]
 ):
     metrics = toy_project.path / "run.json"
-    session = start(toy_project, metrics, "make")
-    wait_for_episodes(toy_project, ("walk", "stroll"), 3)
+    session = start(toy_project, metrics, "make", sessions)
+    wait_for_episodes(toy_project, ("walk", "stroll"), HOLD)
     session.send_signal(signal.SIGINT)
     out, _ = session.communicate(timeout=120)
     assert session.returncode == pytest.ExitCode.INTERRUPTED, out
     rows = {row["id"]: row for row in read_metrics(metrics)["results"]}
-    assert all(2 <= rows[t]["n_episodes"] < 30 for t in ("toy/walk", "toy/stroll")), rows
+    assert all(rows[t]["n_episodes"] == HOLD - 1 for t in ("toy/walk", "toy/stroll")), rows
     assert leftover_processes(str(toy_project.path)) == []
 
 
 def test_a_second_ctrl_c_ends_a_session_whose_worker_will_not_stop(
-    toy_project: pytest.Pytester,
+    toy_project: pytest.Pytester, sessions: list[subprocess.Popen[str]]
 ):
     # stroll's policy swallows every KeyboardInterrupt: the first Ctrl-C cannot stop its
     # worker, and the session waits for it; the second ends the session.
     metrics = toy_project.path / "run.json"
-    session = start(toy_project, metrics, "deaf")
+    session = start(toy_project, metrics, "deaf", sessions)
     wait_for_episodes(toy_project, ("walk", "stroll"), 1)
     os.killpg(session.pid, signal.SIGINT)
     time.sleep(3)
