@@ -90,3 +90,11 @@ def test_sim_speed_reports_every_variant_of_aloha_and_pusht():
     rows = [line.split() for line in out.splitlines()[1:] if line.startswith(("aloha", "pusht"))]
     assert len(rows) == 9 and all(float(row[-1]) > 0 for row in rows), out
     assert any("gym-aloha" in " ".join(row) for row in rows), out
+
+
+def test_journal_cost_runs_the_main_job_with_and_without_the_journal():
+    out = run("journal_cost.py", "--episodes", "2", "--tasks", "reach-v3", "--repeats", "2")
+    assert len(re.findall(r"^run \d, journal (on |off): [\d.]+ s$", out, re.M)) == 4, out
+    assert re.search(r"^median wall: journal on [\d.]+ s, off [\d.]+ s, ratio [\d.]+$", out, re.M)
+    # A header, and for the task a start, two episodes and an end.
+    assert re.search(r"^journal writes: [\d.]+ s for 5 lines \([\d.]+ ms per line", out, re.M), out
