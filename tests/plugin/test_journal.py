@@ -151,20 +151,25 @@ def test_a_session_killed_outright_is_carried_on_from_its_journal(toy_project: p
     assert outcome == expected
 
 
-def test_a_hangup_ends_the_run_with_its_results_written(toy_project: pytest.Pytester):
-    """SIGHUP to the process group (a closed terminal) under -n 2: as SIGTERM, the session
-    writes every finished episode and exits as interrupted."""
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM], ids=["SIGHUP", "SIGTERM"])
+def test_a_signal_to_the_process_group_keeps_every_finished_episode(
+    toy_project: pytest.Pytester, signum: signal.Signals
+):
+    """SIGHUP (a closed terminal) or SIGTERM (a CI runner) to the whole process group under
+    -n 2: the session writes every finished episode and exits as interrupted; a worker that the
+    controller's passed-on SIGTERM ends at once still leaves its episodes (the journal's)."""
     metrics = toy_project.path / "run.json"
     session = start(toy_project, "-n", "2", f"--benchmark-metrics={metrics}", hold_at=HOLD)
     held(toy_project, session)
-    os.killpg(session.pid, signal.SIGHUP)
+    os.killpg(session.pid, signum)
     (toy_project.path / "go").touch()  # the held policy returns into the stopping worker
     out = finish(session, toy_project)
     assert session.returncode == pytest.ExitCode.INTERRUPTED, out
     document = read_metrics(metrics)
     assert document["run"]["partial"] is True
     walk = rows(metrics)["toy/walk"]
-    assert len(walk["episodes"]) >= 3 and walk["error"].startswith("Terminated: SIGHUP"), walk
+    assert [e["index"] for e in walk["episodes"]][:3] == [0, 1, 2], walk
+    assert walk["error"].startswith((f"Terminated: {signum.name}", "WorkerCrashed")), walk
 
 
 def _result(episodes: int) -> TaskResult:
