@@ -1,16 +1,20 @@
-"""One session per output: a run holds a lock on its metrics JSON and its record folder.
+"""One session per output: a run holds a lock on its metrics JSON, its record folder and, with
+``--snapshot-update``, the snapshot folders it writes.
 
 Two sessions writing one metrics file leave one session's rows and lose the other's without a
 word; two recording into one folder mix their episodes. A session therefore takes an exclusive
-``filelock`` on each output (``PATH.lock`` beside it) before any episode runs, and a second one
-is refused in one line naming the holder's PID (``PATH.lock.owner``). The operating system drops
+``filelock`` on each output (``PATH.lock`` beside it; a snapshot folder's in the temporary
+folder, out of the repository) before any episode runs, and a second one is refused in one line
+naming the holder's PID (``PATH.lock.owner``). The operating system drops
 a dead process's lock, so a killed session's lock is simply taken over.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import tempfile
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -26,11 +30,15 @@ class OutputBusy(RuntimeError):
 class OutputLock:
     """The lock on one output (``option`` names it in errors); ``acquire`` refuses at once."""
 
-    def __init__(self, target: Path, option: str) -> None:
+    def __init__(self, target: Path, option: str, beside: bool = True) -> None:
         self.target = target
         self.option = option
-        self.path = target.with_name(target.name + ".lock")
-        self.owner = target.with_name(target.name + ".lock.owner")
+        if beside:
+            self.path = target.with_name(target.name + ".lock")
+        else:  # a folder in a repository (snapshots): its lock lives in the temp folder
+            digest = hashlib.sha256(str(target.absolute()).encode()).hexdigest()[:16]
+            self.path = Path(tempfile.gettempdir()) / "pytest-benchmarks-locks" / f"{digest}.lock"
+        self.owner = self.path.with_name(self.path.name + ".owner")
         self._lock = FileLock(str(self.path), timeout=0)
         #: Why the output runs unlocked, if it does.
         self.error: str | None = None

@@ -14,6 +14,7 @@ import pytest
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.files import check_writable
 from pytest_benchmarks.core.tasks import TaskRef
+from pytest_benchmarks.engine.output_lock import OutputBusy, OutputLock
 from pytest_benchmarks.metrics.snapshots import DIRNAME
 from pytest_benchmarks.plugin import gate, options, payload, signals, untimed
 from pytest_benchmarks.plugin.controller import Controller
@@ -137,8 +138,9 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
 
 def check_snapshot_dirs(config: pytest.Config, nodeids: list[str]) -> None:
     """With ``--snapshot-update``, the snapshot directory of every test file that runs a task
-    must be writable before any episode runs: a long run must not end with its new baseline
-    unwritable. Ends the session (exit status 4) with one line."""
+    must be writable before any episode runs (a long run must not end with its new baseline
+    unwritable), and this session's alone (locked). Ends the session (exit status 4) with one
+    line."""
     tasks = get_state(config).task_ids()
     files = {nodeid.split("::")[0] for nodeid in nodeids if task_of_nodeid(nodeid, tasks)}
     for file in sorted(files):
@@ -151,6 +153,15 @@ def check_snapshot_dirs(config: pytest.Config, nodeids: list[str]) -> None:
                 f"--snapshot-update: cannot write snapshots in {folder}: {exc}",
                 returncode=pytest.ExitCode.USAGE_ERROR,
             )
+        locks = get_state(config).locks
+        if any(lock.target == folder for lock in locks):
+            continue  # another xdist worker's collection named it too
+        lock = OutputLock(folder, "--snapshot-update", beside=False)
+        try:
+            lock.acquire()
+        except OutputBusy as exc:
+            pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+        locks.append(lock)
 
 
 @pytest.hookimpl(trylast=True)

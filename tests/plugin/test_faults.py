@@ -340,6 +340,37 @@ def test_a_second_session_on_one_metrics_path_is_refused_naming_the_first(
     assert again.returncode == 0 and read_metrics(path)["run"]["seed"] == 2
 
 
+def test_a_second_session_updating_the_same_snapshots_is_refused(toy_project: pytest.Pytester):
+    """--snapshot-update: the test file's snapshot folder is one session's at a time, whatever
+    metrics file each writes."""
+    toy_project.makepyfile(held=HELD)
+    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--snapshot-update",
+            "--benchmark-task=walk", "--benchmark-episodes=2", "-q"]  # fmt: skip
+    first = subprocess.Popen(
+        [*args, "--benchmark-policy=module:held:make", "--benchmark-metrics=first.json"],
+        cwd=toy_project.path, stdout=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        while not (toy_project.path / "started").exists():
+            assert first.poll() is None, "the first session ended before its first episode"
+            time.sleep(0.01)
+        second = subprocess.run(
+            [*args, "--benchmark-metrics=second.json"], cwd=toy_project.path,
+            capture_output=True, text=True,
+        )  # fmt: skip
+        assert second.returncode == pytest.ExitCode.USAGE_ERROR, second.stdout + second.stderr
+        folder = toy_project.path / "__benchmark_snapshots__" / "test_toy"
+        assert (
+            f"--snapshot-update: {folder} is in use by another session (PID {first.pid})"
+            in second.stdout + second.stderr
+        )
+        (toy_project.path / "go").touch()
+        assert first.wait(timeout=300) == 0
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(first.pid, signal.SIGKILL)
+
+
 HOSTILE_POLICIES = """
 import json, math, os, sys, time
 import numpy as np
