@@ -128,7 +128,9 @@ def test_the_readme_speed_commands_store_and_fail_a_slowed_expert(tmp_path: Path
     store, compare = readme_commands("pytest benchmarks/test_metaworld.py --benchmark-only")
     (tox,) = tox_commands("speed", tmp_path)
     assert tox == [*store[:2], "--benchmark-env=metaworld", *store[2:]], tox
-    here = ["--benchmark-task=reach-v3", f"--benchmark-storage=file://{tmp_path / 'store'}"]
+    # Its own metrics path: the repository's default belongs to whichever session holds it.
+    here = ["--benchmark-task=reach-v3", f"--benchmark-storage=file://{tmp_path / 'store'}",
+            f"--benchmark-metrics={tmp_path / 'metrics.json'}"]  # fmt: skip
     first = run_pytest(store, *here, f"--benchmark-json={tmp_path / 'first.json'}")
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
     names = {b["name"] for b in read_metrics(tmp_path / "first.json")["benchmarks"]}
