@@ -242,6 +242,30 @@ def test_a_camera_the_env_lacks_is_padded_with_a_blank_image(
     run_policy(pytester, folder, "--benchmark-obs=pixels").assert_outcomes(passed=1)
 
 
+def test_a_rename_of_a_feature_the_env_lacks_is_refused_in_one_line(tmp_path: Path):
+    """lerobot-eval's pre-processor skips a rename whose feature is absent; here it is a
+    misspelt name, said before any episode, with the names the env gives."""
+    from pytest_benchmarks.core.policy_spec import Loading
+    from pytest_benchmarks.core.settings import Settings
+    from pytest_benchmarks.policies.hub import PolicySourceError
+
+    folder = lerobot_models.checkpoint("act", tmp_path / "act", MW_INPUTS, action_dim=4)
+    benchmark = catalog.get("metaworld")
+    task = benchmark.select(["reach-v3"])[0]
+    config = Settings(
+        envs=None, tasks=None, episodes=1, batch_size=1, sync=True, seed=0, policy="random",
+        max_steps=None, metrics=Path("m.json"), obs="pixels", image_size=(IMAGE, IMAGE),
+    ).env_config(task)  # fmt: skip
+    misspelt = Loading("cpu", rename_map=(("observation.images.corner", "observation.image"),))
+    with pytest.raises(PolicySourceError) as refused:
+        make_policy(f"lerobot:{folder}", benchmark, config, 1, misspelt)
+    assert str(refused.value) == (
+        f"lerobot:{folder.resolve()}: --benchmark-rename-map renames "
+        "'observation.images.corner', which metaworld/reach-v3 does not give; it gives "
+        "observation.images.corner2, observation.state"
+    )
+
+
 def test_load_errors_are_one_line(pytester: pytest.Pytester, tmp_path: Path):
     broken = tmp_path / "broken"
     broken.mkdir()
