@@ -165,8 +165,7 @@ def run(engine: RunEngine, policy: PolicyLike, write: bool) -> Evaluation:
             env.close()
     document(out.results, unfinished=False)
     if write:  # the file holds every row now: the journal is no longer needed
-        engine.close_journal()
-        journal.discard(journal.folder_for(settings.metrics))
+        engine.remove_journal()
     return out
 
 

@@ -83,9 +83,11 @@ class RunEngine:
             self._journal = JournalWriter(folder, self.settings.as_dict())
         return self._journal
 
-    def close_journal(self) -> None:
+    def remove_journal(self) -> None:
+        """The run's metrics JSON holds every row: its journal is no longer needed."""
         if self._journal is not None:
             self._journal.close()
+        journal.discard(journal.folder_for(self.settings.metrics))
 
     def task_ids(self) -> set[str]:
         return {task.id for tasks in self.selection.values() for task in tasks}

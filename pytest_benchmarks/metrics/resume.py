@@ -176,7 +176,7 @@ def carry_on(kept: TaskResult | None, new: TaskResult, planned: int) -> TaskResu
     (``same_policy``) ran no episode: the row is the kept one, with the refusal."""
     if kept is None:
         return new
-    if new.error is not None and new.error.startswith("ResumeError"):
+    if kept.policy and new.policy and kept.policy != new.policy:
         return replace(kept, error=new.error, planned=planned)
     episodes = sorted([*kept.episodes, *new.episodes], key=lambda e: e.index)
     return replace(new, episodes=episodes, eval_s=kept.eval_s + new.eval_s, planned=planned)

@@ -215,8 +215,7 @@ class Controller:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the run's results are not saved
         elif self.metrics.error is None and exitstatus != pytest.ExitCode.INTERRUPTED:
             # The run ended and its file holds every row: the journal is no longer needed.
-            self.state.engine.close_journal()
-            journal.discard(journal.folder_for(self.state.settings.metrics))
+            self.state.engine.remove_journal()
         record = self.state.settings.record
         if record is not None and exitstatus == pytest.ExitCode.INTERRUPTED:
             # Kept for --benchmark-resume, which adds the missing episodes to the same parts.

@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 
 from pytest_benchmarks.plugin.signals import child_pids
 
@@ -38,7 +39,7 @@ class Leftovers:
             if pid in self.children:
                 continue
             with contextlib.suppress(OSError):
-                name = open(f"/proc/{pid}/comm").read().strip()  # noqa: SIM115
+                name = Path(f"/proc/{pid}/comm").read_text().strip()
                 os.kill(pid, signal.SIGKILL)
                 lines.append(
                     f"leftover: process {pid} ({name}), started during the session and still "

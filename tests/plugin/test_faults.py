@@ -303,72 +303,69 @@ def make(config, num_envs):
 """
 
 
+def beside_a_held_session(
+    project: pytest.Pytester, args: list[str], first: list[str], second: list[str]
+) -> tuple[int, subprocess.CompletedProcess[str]]:
+    """Run a session (``args + second``) while another (``args + first``, its policy held
+    before its first action) runs; that one's PID and this one's outcome, after the held one
+    finished (exit 0). The held session's process group is ended however this ends."""
+    project.makepyfile(held=HELD)
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
+    held = subprocess.Popen(
+        [*command, "--benchmark-policy=module:held:make", *first],
+        cwd=project.path, stdout=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        while not (project.path / "started").exists():
+            assert held.poll() is None, "the held session ended before its first episode"
+            time.sleep(0.01)
+        done = subprocess.run([*command, *second], cwd=project.path, capture_output=True, text=True)
+        (project.path / "go").touch()
+        assert held.wait(timeout=300) == 0
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(held.pid, signal.SIGKILL)
+    return held.pid, done
+
+
 def test_a_second_session_on_one_metrics_path_is_refused_naming_the_first(
     toy_project: pytest.Pytester,
 ):
     """While one session runs episodes, a second on its metrics path is refused in one line
     naming the first one's PID, before any episode; the file is the first's run whole."""
-    toy_project.makepyfile(held=HELD)
     path = toy_project.path / "shared.json"
-    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--benchmark-metrics={path}",
-            "--benchmark-task=walk", "--benchmark-episodes=2", "-q"]  # fmt: skip
-    first = subprocess.Popen(
-        [*args, "--benchmark-policy=module:held:make", "--benchmark-seed=1"],
-        cwd=toy_project.path, stdout=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    try:
-        while not (toy_project.path / "started").exists():
-            assert first.poll() is None, "the first session ended before its first episode"
-            time.sleep(0.01)
-        second = subprocess.run(
-            [*args, "--benchmark-seed=2"], cwd=toy_project.path, capture_output=True, text=True
-        )
-        assert second.returncode == pytest.ExitCode.USAGE_ERROR
-        assert second.stderr.strip().splitlines() == [
-            f"ERROR: --benchmark-metrics: {path} is in use by another session "
-            f"(PID {first.pid}); give this one another path, or wait for that one to end"
-        ]
-        (toy_project.path / "go").touch()
-        assert first.wait(timeout=300) == 0
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(first.pid, signal.SIGKILL)
+    args = [f"--benchmark-metrics={path}", "--benchmark-task=walk", "--benchmark-episodes=2", "-q"]
+    pid, second = beside_a_held_session(
+        toy_project, args, ["--benchmark-seed=1"], ["--benchmark-seed=2"]
+    )
+    assert second.returncode == pytest.ExitCode.USAGE_ERROR
+    assert second.stderr.strip().splitlines() == [
+        f"ERROR: --benchmark-metrics: {path} is in use by another session "
+        f"(PID {pid}); give this one another path, or wait for that one to end"
+    ]
     final = read_metrics(path)
     assert final["run"]["seed"] == 1 and not final["run"]["partial"]
     # The lock of a session that ended is taken over by the next.
-    again = subprocess.run([*args, "--benchmark-seed=2"], cwd=toy_project.path)
+    again = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args, "--benchmark-seed=2"],
+        cwd=toy_project.path,
+    )
     assert again.returncode == 0 and read_metrics(path)["run"]["seed"] == 2
 
 
 def test_a_second_session_updating_the_same_snapshots_is_refused(toy_project: pytest.Pytester):
     """--snapshot-update: the test file's snapshot folder is one session's at a time, whatever
     metrics file each writes."""
-    toy_project.makepyfile(held=HELD)
-    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--snapshot-update",
-            "--benchmark-task=walk", "--benchmark-episodes=2", "-q"]  # fmt: skip
-    first = subprocess.Popen(
-        [*args, "--benchmark-policy=module:held:make", "--benchmark-metrics=first.json"],
-        cwd=toy_project.path, stdout=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    try:
-        while not (toy_project.path / "started").exists():
-            assert first.poll() is None, "the first session ended before its first episode"
-            time.sleep(0.01)
-        second = subprocess.run(
-            [*args, "--benchmark-metrics=second.json"], cwd=toy_project.path,
-            capture_output=True, text=True,
-        )  # fmt: skip
-        assert second.returncode == pytest.ExitCode.USAGE_ERROR, second.stdout + second.stderr
-        folder = toy_project.path / "__benchmark_snapshots__" / "test_toy"
-        assert (
-            f"--snapshot-update: {folder} is in use by another session (PID {first.pid})"
-            in second.stdout + second.stderr
-        )
-        (toy_project.path / "go").touch()
-        assert first.wait(timeout=300) == 0
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(first.pid, signal.SIGKILL)
+    args = ["--snapshot-update", "--benchmark-task=walk", "--benchmark-episodes=2", "-q"]
+    pid, second = beside_a_held_session(
+        toy_project, args, ["--benchmark-metrics=first.json"], ["--benchmark-metrics=second.json"]
+    )
+    assert second.returncode == pytest.ExitCode.USAGE_ERROR, second.stdout + second.stderr
+    folder = toy_project.path / "__benchmark_snapshots__" / "test_toy"
+    assert (
+        f"--snapshot-update: {folder} is in use by another session (PID {pid})"
+        in second.stdout + second.stderr
+    )
 
 
 HOSTILE_POLICIES = """

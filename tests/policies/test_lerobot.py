@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -97,15 +98,21 @@ def lerobot_action(folder: Path, observation: dict, with_processors: bool) -> np
     return post(policy.select_action(pre(batch))).numpy()
 
 
-def test_actions_go_through_the_checkpoint_processors(checkpoint: Path):
-    benchmark = catalog.get("metaworld")
-    task = benchmark.select(["reach-v3"])[0]
+def reach_pixels() -> tuple[Any, Any]:
+    """Meta-World and reach-v3's env config with pixels at the test checkpoints' image size."""
     from pytest_benchmarks.core.settings import Settings
 
+    benchmark = catalog.get("metaworld")
+    task = benchmark.select(["reach-v3"])[0]
     config = Settings(
         envs=None, tasks=None, episodes=1, batch_size=1, sync=True, seed=0, policy="random",
         max_steps=None, metrics=Path("m.json"), obs="pixels", image_size=(IMAGE, IMAGE),
     ).env_config(task)  # fmt: skip
+    return benchmark, config
+
+
+def test_actions_go_through_the_checkpoint_processors(checkpoint: Path):
+    benchmark, config = reach_pixels()
     policy = make_policy(f"lerobot:{checkpoint}", benchmark, config, 1, "cpu")
     rng = np.random.default_rng(0)
     image = rng.integers(0, 256, (1, IMAGE, IMAGE, 3), dtype=np.uint8)
@@ -246,16 +253,10 @@ def test_a_rename_of_a_feature_the_env_lacks_is_refused_in_one_line(tmp_path: Pa
     """lerobot-eval's pre-processor skips a rename whose feature is absent; here it is a
     misspelt name, said before any episode, with the names the env gives."""
     from pytest_benchmarks.core.policy_spec import Loading
-    from pytest_benchmarks.core.settings import Settings
     from pytest_benchmarks.policies.hub import PolicySourceError
 
     folder = lerobot_models.checkpoint("act", tmp_path / "act", MW_INPUTS, action_dim=4)
-    benchmark = catalog.get("metaworld")
-    task = benchmark.select(["reach-v3"])[0]
-    config = Settings(
-        envs=None, tasks=None, episodes=1, batch_size=1, sync=True, seed=0, policy="random",
-        max_steps=None, metrics=Path("m.json"), obs="pixels", image_size=(IMAGE, IMAGE),
-    ).env_config(task)  # fmt: skip
+    benchmark, config = reach_pixels()
     misspelt = Loading("cpu", rename_map=(("observation.images.corner", "observation.image"),))
     with pytest.raises(PolicySourceError) as refused:
         make_policy(f"lerobot:{folder}", benchmark, config, 1, misspelt)
