@@ -5,7 +5,9 @@ Children of the process that ran the tasks (the session without xdist, or each x
 that were not there when the session began are killed (SIGKILL) at its end. A thread cannot be
 killed, and Python waits for every non-daemon thread before it exits: at interpreter shutdown,
 before that wait (``threading._register_atexit``, the hook ``concurrent.futures`` uses too), the
-process exits with the session's status instead when such a thread is still alive.
+process exits with the session's status instead when such a thread is still alive. The idle
+workers of a ``ThreadPoolExecutor`` left open are no leftover: they are told to stop first, as
+``concurrent.futures`` itself does at exit, and only one still busy after a grace counts.
 """
 
 from __future__ import annotations
@@ -15,9 +17,13 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 from pytest_benchmarks.plugin.signals import child_pids
+
+#: How long idle executor workers get to stop once told to.
+EXECUTOR_GRACE_S = 2.0
 
 #: The process's first session registers the exit hook; in-process sessions after it do not.
 _registered = False
@@ -67,6 +73,10 @@ class Leftovers:
         threads = self.live_threads()
         if not threads:
             return
+        if _stop_idle_executor_workers(threads):
+            threads = self.live_threads()
+            if not threads:
+                return
         for thread in threads:
             sys.stderr.write(
                 f"leftover: thread {thread.name!r}, started during the session and not a "
@@ -75,3 +85,25 @@ class Leftovers:
         sys.stderr.flush()
         sys.stdout.flush()
         os._exit(self.status)
+
+
+def _stop_idle_executor_workers(threads: list[threading.Thread]) -> bool:
+    """Wake the executor workers among ``threads`` so the idle ones end; whether there were any.
+
+    ``concurrent.futures`` joins its workers in its own exit hook, which may run after this one:
+    this does its first half (no new work, a stop token on each queue) and waits a grace, so an
+    executor left open is not taken for a leftover while one running a task that never ends is.
+    """
+    futures_thread = sys.modules.get("concurrent.futures.thread")
+    queues = getattr(futures_thread, "_threads_queues", None)
+    workers = [thread for thread in threads if queues is not None and thread in queues]
+    if not workers:
+        return False
+    with futures_thread._global_shutdown_lock:  # type: ignore[union-attr]
+        futures_thread._shutdown = True  # type: ignore[union-attr]
+        for thread in workers:
+            queues[thread].put(None)  # type: ignore[index]
+    deadline = time.monotonic() + EXECUTOR_GRACE_S
+    for thread in workers:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return True

@@ -240,6 +240,23 @@ def test_threads_and_processes_a_policy_leaves_are_ended_with_the_sessions_statu
     assert leftover_processes(str(toy_project.path)) == []
 
 
+def test_an_executor_left_open_is_no_leftover_but_one_still_busy_is(
+    toy_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+):
+    """A policy's ThreadPoolExecutor, never shut down: its idle workers end at exit as
+    ``concurrent.futures`` ends them, without a word; a worker still running a task is a leftover."""
+    toy_project.makepyfile(hostile=HOSTILE_POLICIES)
+    args = ("-p", "no:cacheprovider", "--benchmark-policy=module:hostile:pooling",
+            "--benchmark-task=walk", "--benchmark-episodes=2")  # fmt: skip
+    idle = toy_project.runpytest_subprocess(*args, timeout=120)
+    assert idle.ret == pytest.ExitCode.OK
+    assert not fnmatch.filter(idle.stdout.lines + idle.stderr.lines, "leftover: *"), idle
+    monkeypatch.setenv("POOL_BUSY", "1")
+    busy = toy_project.runpytest_subprocess(*args, timeout=120)
+    assert busy.ret == pytest.ExitCode.OK
+    busy.stderr.fnmatch_lines(["leftover: thread 'policy-pool_*', started during the session*"])
+
+
 def test_bad_timeout_is_one_line(toy_project: pytest.Pytester):
     result = run(toy_project, "--benchmark-timeout=soon")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -405,6 +422,15 @@ def sleeping(config, num_envs):
 def threading_(config, num_envs):
     import threading
     threading.Thread(target=time.sleep, args=(3600,), name="policy-poller").start()
+    return Forward(num_envs)
+
+def pooling(config, num_envs):
+    from concurrent.futures import ThreadPoolExecutor
+    pool = ThreadPoolExecutor(2, thread_name_prefix="policy-pool")
+    pool.submit(time.sleep, 0.01).result()
+    if os.environ.get("POOL_BUSY"):
+        pool.submit(time.sleep, 3600)
+    Forward.pool = pool  # left open, as a policy that never closes its pool leaves it
     return Forward(num_envs)
 
 def forking(config, num_envs):
