@@ -63,7 +63,7 @@ class LiberoTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         processor = (lambda xml: mujoco_render.configure_xml(xml, size, mode)) if pixels else None
         # robosuite rebuilds the model from its MJCF on every (hard) reset: the processor sizes
         # the offscreen buffer and sets the render mode each time, and every reset reuses the
-        # scene compiled when the env was made (libero_reset).
+        # scene compiled when the env was made (``reset``).
         with compiled_from_construction(processor):
             self._env = ControlEnv(
                 bddl_file_name=bddl,
@@ -143,7 +143,7 @@ class LiberoTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             context = self._env.env.sim._render_context_offscreen
             context.gl_ctx.make_current()
             mujoco_render.configure_scene(context.scn, self._render)
-            if self._meshes_for() is not context:  # a new context (libero_reset keeps one)
+            if self._meshes_for() is not context:  # a new context (``reset`` keeps one)
                 mujoco_render.configure_meshes(context.model._model, context.con, self._render)
                 self._meshes_for = weakref.ref(context)
         # The reset made new camera observables: cameras no policy input reads render nothing

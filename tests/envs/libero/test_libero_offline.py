@@ -339,7 +339,8 @@ def test_a_drawer_to_be_filled_is_pulled_open_first_unless_it_is_open():
 def test_the_finger_line_is_read_from_the_fingers_whatever_the_hands_yaw():
     """A push turns the hand; the step after it plans from the yaw the hand really has, and
     steering by the line brings a turned hand back along y."""
-    from pytest_benchmarks.envs.libero.expert.motion import ON_LINE, FingerAxis, move
+    from pytest_benchmarks.envs.libero.expert.constants import ON_LINE
+    from pytest_benchmarks.envs.libero.expert.motion import FingerAxis, move
 
     task = catalog.get("libero").select(["libero_90/0"])[0]
     env = lib.LiberoTaskEnv(EnvConfig(task, 100, 0, obs="state"))
@@ -462,9 +463,9 @@ def test_the_hand_passes_over_the_basket_it_just_filled():
 def test_a_drawer_under_an_overhanging_top_is_shut_by_a_leaned_push():
     """libero_90/22: the white cabinet's top overhangs its bottom drawer. Pushed with the hand
     upright, the forearm meets the top's edge and the drawer stops 4.5 cm open; the second push,
-    the hand leaned forward into it by ``LEAN`` more, shuts it: LIBERO's own check ends the
+    the hand leaned forward into it by ``PUSH_LEAN`` more, shuts it: LIBERO's own check ends the
     episode."""
-    from pytest_benchmarks.envs.libero.expert.joint import LEAN
+    from pytest_benchmarks.envs.libero.expert.constants import PUSH_LEAN
 
     with expert_episode("libero_90/22", 400) as (env, obs):
         (push,) = env._expert.steps
@@ -472,14 +473,14 @@ def test_a_drawer_under_an_overhanging_top_is_shut_by_a_leaned_push():
 
         def watch() -> None:
             """How far the hand's straight-down direction at the start tilts from down."""
-            if push.PHASES[min(push.phase, len(push.PHASES) - 1)] == "push":
+            if push.phase == "push":
                 now = push.grip.orientation().as_matrix()
                 pointing = now @ push.upright.as_matrix().T @ np.array([0.0, 0.0, -1.0])
                 tilts[push.attempts].append(float(np.arccos(np.clip(-pointing[2], -1, 1))))
 
         assert run_expert(env, obs, 400, watch)
         assert push.attempts == 2  # the upright push did not shut it
-        assert max(tilts[1]) < 0.3 < LEAN < min(tilts[2])
+        assert max(tilts[1]) < 0.3 < PUSH_LEAN < min(tilts[2])
 
 
 def test_a_bowl_at_full_reach_to_go_a_little_back_is_taken_with_the_hand_tilted_too():
@@ -487,7 +488,7 @@ def test_a_bowl_at_full_reach_to_go_a_little_back_is_taken_with_the_hand_tilted_
     12 cm back onto the bowl in the middle. Taken straight down, the carry stalled with the
     elbow at its limit and the bowl was let go beside its target (the episode failed); tilted,
     the elbow stays bent while it carries and LIBERO's own check ends the episode."""
-    from pytest_benchmarks.envs.libero.expert.pick_plan import FAR_BACK, FAR_REACH
+    from pytest_benchmarks.envs.libero.expert.constants import FAR_BACK, FAR_REACH
 
     with expert_episode("libero_90/16", 400, index=1) as (env, obs):
         (pick,) = env._expert.steps
@@ -516,7 +517,7 @@ def test_a_mug_at_the_arms_full_reach_is_taken_with_the_hand_tilted():
     down, the arm is straight there, its elbow at the joint's limit, and the carry back to the
     caddy stalls; tilted, the elbow stays bent through the grasp and LIBERO's own check ends
     the episode."""
-    from pytest_benchmarks.envs.libero.expert.pick_plan import FAR_REACH, REACH_TILT
+    from pytest_benchmarks.envs.libero.expert.constants import FAR_REACH, REACH_TILT
 
     with expert_episode("libero_90/84", 400) as (env, obs):
         (pick,) = env._expert.steps
@@ -620,9 +621,10 @@ def test_a_bowl_hemmed_in_by_a_drawer_is_taken_round_its_rim():
     drawer; the grasp goes round the rim to where the open gripper meets nothing, and LIBERO's
     own check ends the episode. libero_spatial/0's bowl, on the open table, keeps the usual
     grasp."""
+    from pytest_benchmarks.envs.libero.expert.constants import RIM_IN
     from pytest_benchmarks.envs.libero.expert.motion import body_box
     from pytest_benchmarks.envs.libero.expert.pick_plan import ALONG_Y
-    from pytest_benchmarks.envs.libero.expert.rim import RIM_IN, fingers_meet, gripper_meets
+    from pytest_benchmarks.envs.libero.expert.rim import fingers_meet, gripper_meets
 
     with expert_episode("libero_spatial/4", 280, index=1) as (env, obs):
         (pick,) = env._expert.steps
@@ -668,7 +670,7 @@ def test_a_slanted_book_is_taken_across_its_spine_and_turned_into_its_caddy_slot
     region, and LIBERO's own check ends the episode. The basket of
     libero_object/0 is no compartment: its centre, the line unchanged."""
     from pytest_benchmarks.api import evaluate
-    from pytest_benchmarks.envs.libero.expert.hand import GRIPPER_SPAN
+    from pytest_benchmarks.envs.libero.expert.constants import GRIPPER_SPAN
     from pytest_benchmarks.envs.libero.expert.motion import body_box
     from pytest_benchmarks.envs.libero.expert.pick_plan import ALONG_X, ALONG_Y
 
@@ -701,9 +703,10 @@ def test_a_bowl_under_the_opened_drawer_is_taken_with_the_hand_tilted():
     the drawer is pulled, the bowl taken from under it, and LIBERO's own check ends the episode
     within the suite's 300 steps, the hand never touching the cabinet once the drawer is open."""
     from pytest_benchmarks.envs.libero.expert.aside import AsideExpert
+    from pytest_benchmarks.envs.libero.expert.constants import UNDER_TILTS
     from pytest_benchmarks.envs.libero.expert.motion import body_box, body_tree
     from pytest_benchmarks.envs.libero.expert.pick_scene import ROBOT_PARTS
-    from pytest_benchmarks.envs.libero.expert.rim import UNDER_TILTS, gripper_meets
+    from pytest_benchmarks.envs.libero.expert.rim import gripper_meets
     from pytest_benchmarks.envs.libero.tasks import MAX_STEPS
 
     with expert_episode("libero_goal/3", MAX_STEPS["libero_goal"], index=3) as (env, obs):
@@ -787,7 +790,7 @@ def test_an_object_too_long_to_take_turned_is_turned_a_quarter_on_its_way_into_a
     the turned hand closed on its end and never lifted it)."""
     from scipy.spatial.transform import Rotation
 
-    from pytest_benchmarks.envs.libero.expert.hand import GRIPPER_SPAN
+    from pytest_benchmarks.envs.libero.expert.constants import GRIPPER_SPAN
     from pytest_benchmarks.envs.libero.expert.motion import body_box
     from pytest_benchmarks.envs.libero.expert.pick_plan import ALONG_X, ALONG_Y
     from pytest_benchmarks.envs.libero.tasks import MAX_STEPS
@@ -815,7 +818,7 @@ def test_a_hand_held_up_by_the_arm_on_a_cabinet_top_leans_away_and_comes_down_ag
     with the fingers 3 cm short of the grasp; the hand rises and comes down again tilted about
     its finger line, fingertips toward the cabinet, and LIBERO's own check ends the episode.
     Episode 0's bowl stands 2.6 cm farther off: the arm touches nothing, the hand never tilts."""
-    from pytest_benchmarks.envs.libero.expert.pick import LEAN
+    from pytest_benchmarks.envs.libero.expert.constants import LEAN
     from pytest_benchmarks.envs.libero.tasks import MAX_STEPS
 
     leaned = {}
@@ -845,9 +848,9 @@ def test_a_bowl_the_drawer_would_overhang_is_moved_out_of_its_way_first():
     (it stays where it stands: it is taken from under the drawer, as the test before shows)."""
     from pytest_benchmarks.api import evaluate
     from pytest_benchmarks.envs.libero.expert.aside import AsideExpert
+    from pytest_benchmarks.envs.libero.expert.constants import FAR_REACH
     from pytest_benchmarks.envs.libero.expert.motion import body_box
     from pytest_benchmarks.envs.libero.expert.pick import PickPlaceExpert
-    from pytest_benchmarks.envs.libero.expert.pick_plan import FAR_REACH
     from pytest_benchmarks.envs.libero.expert.pull import HandlePullExpert, opened_box
 
     plans, spots = {}, {}
@@ -886,7 +889,7 @@ def test_a_moka_pot_is_taken_by_its_handle():
     its handle stands out on one side, thin across x: the hand turns, the fingers close across
     the handle, and the pot ends on the stove by LIBERO's own check."""
     from pytest_benchmarks.api import evaluate
-    from pytest_benchmarks.envs.libero.expert.hand import GRIPPER_SPAN
+    from pytest_benchmarks.envs.libero.expert.constants import GRIPPER_SPAN
     from pytest_benchmarks.envs.libero.expert.motion import body_box
 
     task = catalog.get("libero").select(["libero_90/19"])[0]
@@ -991,9 +994,8 @@ def test_a_flat_box_beside_a_tall_carton_is_taken_clear_of_the_carton():
     both in the basket."""
     from scipy.spatial.transform import Rotation
 
-    from pytest_benchmarks.envs.libero.expert.hand import OVER
-    from pytest_benchmarks.envs.libero.expert.motion import CLEARANCE, body_box
-    from pytest_benchmarks.envs.libero.expert.pick_plan import SUPPORT
+    from pytest_benchmarks.envs.libero.expert.constants import CLEARANCE, OVER, SUPPORT
+    from pytest_benchmarks.envs.libero.expert.motion import body_box
     from pytest_benchmarks.envs.libero.expert.rim import gripper_meets
 
     with expert_episode("libero_10/1", 520, index=4) as (env, obs):
@@ -1035,8 +1037,8 @@ def test_a_mug_is_carried_over_the_caddy_corner_on_its_way():
     the caddy's top: it struck the corner and fell out of the fingers (the episode failed). The
     hand carries it higher, its bottom over the caddy, which it never touches, and LIBERO's own
     check ends the episode."""
-    from pytest_benchmarks.envs.libero.expert.hand import OVER
-    from pytest_benchmarks.envs.libero.expert.motion import CLEARANCE, body_box, body_tree
+    from pytest_benchmarks.envs.libero.expert.constants import CLEARANCE, OVER
+    from pytest_benchmarks.envs.libero.expert.motion import body_box, body_tree
 
     with expert_episode("libero_90/85", 150, index=5) as (env, obs):
         step = env._expert.steps[0]
@@ -1137,3 +1139,26 @@ def test_a_users_own_config_is_used_as_it_is(tmp_path):
     assert datasets == "/data/my-libero-datasets"
     assert config.read_bytes() == before
     assert not (tmp_path / "home" / ".cache" / "pytest-benchmarks").exists()
+
+
+def test_expert_traces_match_run_to_run_and_a_difference_is_named(tmp_path):
+    """scripts/expert_traces.py, the check that a change left the expert's actions alone: two
+    runs of the same code compare equal; an edited digest is named and the exit code is 1."""
+    script = [sys.executable, "scripts/expert_traces.py"]
+    args = ["--tasks", "libero_goal/0", "--episodes", "2", "--max-steps", "30"]
+    for name in ("a.json", "b.json"):
+        done = subprocess.run([*script, str(tmp_path / name), *args], capture_output=True,
+                              text=True, timeout=600, check=False)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+    same = subprocess.run([*script, "--compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert (same.returncode, same.stdout.strip()) == (0, "same: 1 tasks")
+    traces = json.loads((tmp_path / "a.json").read_text())
+    assert traces["libero_goal/0"]["experts"] == ["HandlePullExpert"]
+    assert [e["steps"] for e in traces["libero_goal/0"]["episodes"]] == [30, 30]
+    traces["libero_goal/0"]["episodes"][1]["sha256"] = "0" * 64
+    (tmp_path / "b.json").write_text(json.dumps(traces))
+    changed = subprocess.run([*script, "--compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")],
+                             capture_output=True, text=True, check=False)  # fmt: skip
+    assert changed.returncode == 1
+    assert changed.stdout.startswith("libero_goal/0 episode 1: {'sha256': ")

@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
+from pytest_benchmarks.envs.libero.expert.constants import FINGER, RIM_IN
 from pytest_benchmarks.envs.libero.expert.rim import (
-    FINGER,
-    RIM_IN,
     Scene,
     fingers_meet,
     gripper_meets,

@@ -91,7 +91,7 @@ def libero_own_frames(task_id: int, episodes: int) -> dict[str, np.ndarray]:
     [
         ("metaworld", "push-v3", 1, lambda: metaworld_own_frames("push-v3")),
         # Two episodes: the second reset's frames come from the render context kept from the
-        # first (libero_reset), LIBERO's own from a new one.
+        # first (envs.libero.reset), LIBERO's own from a new one.
         ("libero", "libero_spatial/0", 2, lambda: libero_own_frames(0, 2)),
     ],
 )

@@ -9,18 +9,15 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from pytest_benchmarks.envs.libero.expert.motion import (
-    Box,
-    body_box,
-    joint_goal,
+from pytest_benchmarks.envs.libero.expert.constants import (
+    ASIDE_ACROSS,
+    ASIDE_GAP,
+    FAR_REACH,
+    RELEASED_AFTER,
 )
-from pytest_benchmarks.envs.libero.expert.pick import RELEASED_AFTER, Phase, PickPlaceExpert
-from pytest_benchmarks.envs.libero.expert.pick_plan import FAR_REACH
+from pytest_benchmarks.envs.libero.expert.motion import Box, body_box, joint_goal
+from pytest_benchmarks.envs.libero.expert.pick import Phase, PickPlaceExpert
 from pytest_benchmarks.envs.libero.expert.pull import opened_box
-
-ASIDE_GAP = 0.03  # metres an object moved aside is left clear of the opened drawer
-#: Metres an object moved aside may also step across the way it clears the drawer (0 first).
-ASIDE_ACROSS = (0.0, *(k * s * 0.02 for k in range(1, 7) for s in (1.0, -1.0)))
 
 
 class AsideExpert(PickPlaceExpert):
@@ -36,7 +33,7 @@ class AsideExpert(PickPlaceExpert):
 
     def _plan(self) -> None:
         if self._taken_from_under():  # nothing to move: done at once
-            self.phase, self.count = Phase.RETREAT, RELEASED_AFTER + 1
+            self.enter(Phase.RETREAT, RELEASED_AFTER + 1)
             return
         self.spot = self._spot()  # clear of the other bodies, then the move to it planned
         super()._plan()

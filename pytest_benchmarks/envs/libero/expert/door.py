@@ -14,9 +14,20 @@ from typing import Any
 
 import numpy as np
 
-from pytest_benchmarks.envs.libero.expert.motion import (
+from pytest_benchmarks.envs.libero.expert.constants import (
+    BELOW_TOP,
     CLEARANCE,
+    DOOR_BUDGET,
+    DOOR_LEAD,
+    DOOR_PROGRESS,
+    OFF_FACE,
     ON_LINE,
+    REACHED,
+    RELEASED_AFTER,
+    SEATED,
+    STALL_WINDOW,
+)
+from pytest_benchmarks.envs.libero.expert.motion import (
     Box,
     FingerAxis,
     ahead_on_arc,
@@ -24,16 +35,14 @@ from pytest_benchmarks.envs.libero.expert.motion import (
     joint_goal,
     move,
 )
-
-LEAD = 0.04  # metres along the arc the pull aims ahead of the handle
-OFF_FACE = 0.008  # metres the fingers' line stands outward of the handle's centre
-BELOW_TOP = 0.035  # metres below the handle's top where the fingers close
+from pytest_benchmarks.envs.libero.expert.phases import PhaseMachine
 
 
-class DoorPullExpert:
+class DoorPullExpert(PhaseMachine[str]):
     """Swings one hinged door open by its handle; ``act(eef_pos)`` gives the next 7-D action."""
 
     PHASES = ("above", "descend", "close", "pull", "release", "retreat")
+    BUDGET = DOOR_BUDGET
 
     def __init__(self, env: Any, goal: tuple[str, ...]) -> None:
         self.env = env  # LIBERO's problem env (ControlEnv.env)
@@ -56,7 +65,8 @@ class DoorPullExpert:
         rotation = data.xmat[self.body].reshape(3, 3)
         self.local = rotation.T @ (point - data.xpos[self.body])
         self.fingers = FingerAxis(self.env)
-        self.phase, self.count, self.progress = 0, 0, self._qpos()
+        self.enter()
+        self.progress = self._qpos()
 
     def _qpos(self) -> float:
         model, data = self.env.sim.model._model, self.env.sim.data._data
@@ -84,18 +94,20 @@ class DoorPullExpert:
 
     def _aim(self) -> np.ndarray:
         """The grasped point turned ahead round the hinge, toward the goal."""
-        return ahead_on_arc(self.env.sim.data._data, self.joint, self._point(), self.sign * LEAD)
+        return ahead_on_arc(
+            self.env.sim.data._data, self.joint, self._point(), self.sign * DOOR_LEAD
+        )
 
     @property
     def released(self) -> bool:
         """The door was let go and the hand has risen for a few steps."""
-        return self.PHASES[min(self.phase, len(self.PHASES) - 1)] == "retreat" and self.count > 5
+        return self.finishing(RELEASED_AFTER)
 
     def holds(self) -> bool:
         return bool(self.env._eval_predicate([self.kind, self.obj]))
 
     def act(self, eef: np.ndarray) -> np.ndarray:
-        phase = self.PHASES[min(self.phase, len(self.PHASES) - 1)]
+        phase = self.phase
         point = self._point()
         if phase == "above":
             goal = point + np.array([0.0, 0.0, CLEARANCE])
@@ -109,24 +121,21 @@ class DoorPullExpert:
             goal = np.array([eef[0], eef[1], point[2] + CLEARANCE])
         error = goal - eef
         yaw = self.fingers.yaw_to(self._radial(point)) if phase != "retreat" else 0.0
-        self.count += 1
-        done = {
-            "above": (np.linalg.norm(error) < 0.01 and abs(yaw) < ON_LINE) or self.count > 60,
-            "descend": np.linalg.norm(error) < 0.006 or self.count > 40,
-            "close": self.count > 12,
-            "pull": self.holds() or self._stalled(),
-            "release": self.count > 10,
-            "retreat": False,
-        }[phase]
-        if done:
-            self.phase, self.count = self.phase + 1, 0
+        self.tick()
+        if phase == "above":
+            reached = np.linalg.norm(error) < REACHED and abs(yaw) < ON_LINE
+        elif phase == "descend":
+            reached = np.linalg.norm(error) < SEATED
+        else:
+            reached = phase == "pull" and (self.holds() or self._stalled())
+        self.advance(reached)
         grip = 1.0 if phase in ("close", "pull") else -1.0
         return move(error, grip, yaw)
 
     def _stalled(self) -> bool:
-        """No progress of the hinge over the last 25 steps, or 200 steps of pulling."""
-        if self.count % 25:
-            return self.count > 200
+        """No progress of the hinge over the last ``STALL_WINDOW`` steps."""
+        if self.count % STALL_WINDOW:
+            return False
         qpos = self._qpos()
         moved, self.progress = self.sign * (qpos - self.progress), qpos
-        return moved < 0.02 or self.count > 200
+        return moved < DOOR_PROGRESS

@@ -2,7 +2,7 @@
 
 libero_90/6's bottom drawer: its handle, a bar 1.6 cm square standing 1.6 cm off the drawer's
 front, is 4.6 cm above the table and 5.3 cm below the middle drawer's. The hand turned upright to
-straddle it (``libero_pull_expert``) reaches 10 cm below its finger line's centre, into the
+straddle it (``pull``) reaches 10 cm below its finger line's centre, into the
 table; a fingertip (1.4 cm thick along the finger line at its last centimetre, 2.1 cm across it)
 does not go into the 1.6 cm gap behind the bar. So the closed fingers press down on the bar's top
 and drag it out by friction. The finger line lies along the bar, the hand tilted so that the
@@ -23,9 +23,23 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from pytest_benchmarks.envs.libero.expert.hand import HAND
-from pytest_benchmarks.envs.libero.expert.motion import (
+from pytest_benchmarks.envs.libero.expert.constants import (
     CLEARANCE,
+    DRAG_ABOVE,
+    DRAG_BUDGET,
+    DRAG_FRONT,
+    DRAG_LEAD,
+    DRAG_PRESS,
+    DRAG_TILT,
+    FINGERTIPS_BELOW,
+    HAND,
+    REACHED,
+    RELEASED_AFTER,
+    ROUGHLY,
+    TURN_HOME_STEPS,
+    TURNED,
+)
+from pytest_benchmarks.envs.libero.expert.motion import (
     FingerAxis,
     GripSite,
     body_box,
@@ -33,15 +47,8 @@ from pytest_benchmarks.envs.libero.expert.motion import (
     move,
     turn_action,
 )
+from pytest_benchmarks.envs.libero.expert.phases import PhaseMachine
 from pytest_benchmarks.envs.libero.expert.pull import handle_box, opening
-
-TILT = np.radians(40.0)  # the hand's tilt from pointing straight down, fingertips inward
-FRONT = 0.08  # metres out from the bar where the hand comes down to its height
-TIP = 0.012  # metres the closed fingertips reach below the grip site
-ABOVE = 0.01  # metres over the bar's top the fingertips go in
-PRESS = 0.02  # metres below the bar's top the pressing hand aims
-LEAD = 0.05  # metres ahead of the bar along the slide the drag aims
-TURNED = 0.05  # radians of orientation error that still count as turned
 
 
 def handle_too_low(env: Any, region: str) -> bool:
@@ -55,10 +62,11 @@ def handle_too_low(env: Any, region: str) -> bool:
     return bool(handle.centre[2] - HAND[1][0] < cabinet.low[2])
 
 
-class HandleDragExpert:
+class HandleDragExpert(PhaseMachine[str]):
     """Drags one drawer open by its handle's top; ``act(eef_pos)`` gives the next 7-D action."""
 
     PHASES = ("rise", "front", "down", "in", "press", "drag", "retreat")
+    BUDGET = DRAG_BUDGET
 
     def __init__(self, env: Any, goal: tuple[str, ...]) -> None:
         self.env = env  # LIBERO's problem env (ControlEnv.env)
@@ -79,11 +87,13 @@ class HandleDragExpert:
         along /= np.linalg.norm(along)
         yaw = FingerAxis(self.env).yaw_to(along)
         self.turned = (
-            Rotation.from_rotvec(along * TILT) * Rotation.from_rotvec([0.0, 0.0, yaw]) * self.home
+            Rotation.from_rotvec(along * DRAG_TILT)
+            * Rotation.from_rotvec([0.0, 0.0, yaw])
+            * self.home
         )
-        self.phase, self.count = 0, 0
+        self.enter()
         if self.holds():  # already open: nothing to drag
-            self.phase, self.count = len(self.PHASES) - 1, 41
+            self.enter("retreat", TURN_HOME_STEPS + 1)
 
     def _top(self) -> np.ndarray:
         """The middle of the bar's top, where the drawer is now."""
@@ -97,42 +107,45 @@ class HandleDragExpert:
     def released(self) -> bool:
         """The hand has risen off the bar and turned back to where it pointed before (or has
         tried to for 40 steps)."""
-        if self.PHASES[min(self.phase, len(self.PHASES) - 1)] != "retreat" or self.count <= 5:
+        if not self.finishing(RELEASED_AFTER):
             return False
-        return float(np.linalg.norm(self.grip.turn_to(self.home))) < TURNED or self.count > 40
+        turned = float(np.linalg.norm(self.grip.turn_to(self.home))) < TURNED
+        return turned or self.count > TURN_HOME_STEPS
 
     def act(self, eef: np.ndarray) -> np.ndarray:
-        phase = self.PHASES[min(self.phase, len(self.PHASES) - 1)]
+        phase = self.phase
         top = self._top()
-        level = np.array([0.0, 0.0, TIP + ABOVE])
-        front = top + FRONT * self.out
+        level = np.array([0.0, 0.0, FINGERTIPS_BELOW + DRAG_ABOVE])
+        front = top + DRAG_FRONT * self.out
         orientation = self.turned
         goal = {
             "rise": np.array([eef[0], eef[1], max(eef[2], top[2] + CLEARANCE)]),
             "front": front + np.array([0.0, 0.0, CLEARANCE]),
             "down": front + level,
             "in": top + level,
-            "press": top + np.array([0.0, 0.0, TIP - PRESS]),
-            "drag": top + LEAD * self.out + np.array([0.0, 0.0, TIP - PRESS]),
+            "press": top + np.array([0.0, 0.0, FINGERTIPS_BELOW - DRAG_PRESS]),
+            "drag": top
+            + DRAG_LEAD * self.out
+            + np.array([0.0, 0.0, FINGERTIPS_BELOW - DRAG_PRESS]),
             "retreat": np.array([eef[0], eef[1], top[2] + CLEARANCE]),
         }[phase]
         if phase == "retreat":
             orientation = self.home
         error = goal - eef
         turn = self.grip.turn_to(orientation)
-        self.count += 1
+        self.tick()
         turned = float(np.linalg.norm(turn)) < TURNED
-        done = {
-            "rise": (abs(error[2]) < 0.02 and turned) or self.count > 40,
-            "front": (np.linalg.norm(error) < 0.02 and turned) or self.count > 60,
-            "down": np.linalg.norm(error) < 0.01 or self.count > 40,
-            "in": np.linalg.norm(error) < 0.01 or self.count > 40,
-            "press": self.count > 15,
-            "drag": self.holds() or self.count > 100,
-            "retreat": False,
-        }[phase]
-        if done:
-            self.phase, self.count = self.phase + 1, 0
+        self.advance(
+            {
+                "rise": abs(error[2]) < ROUGHLY and turned,
+                "front": np.linalg.norm(error) < ROUGHLY and turned,
+                "down": np.linalg.norm(error) < REACHED,
+                "in": np.linalg.norm(error) < REACHED,
+                "press": False,
+                "drag": self.holds(),
+                "retreat": False,
+            }[phase]
+        )
         action = move(error, 1.0 if phase != "retreat" else -1.0)
         action[3:6] = turn_action(turn)
         return action

@@ -11,12 +11,12 @@ arc, by the trailing finger's inner face. Above the start point, down beside it,
 re-aimed every step from where that point is now (along the slide, or around the hinge) until
 LIBERO's own predicate holds or the joint stops moving; then back out and up. A part the push
 did not finish (a door nearly shut, where the leading finger has no room) is pushed once more,
-by the closed fingers; a drawer, with the hand leaned forward into the push (``LEAN``), its wrist
-and forearm back and down from a cabinet's top that overhangs the drawer (the white cabinet's
-bottom drawer, where the upright arm's forearm meets the top's edge).
+by the closed fingers; a drawer, with the hand leaned forward into the push (``PUSH_LEAN``), its
+wrist and forearm back and down from a cabinet's top that overhangs the drawer (the white
+cabinet's bottom drawer, where the upright arm's forearm meets the top's edge).
 
-Opening is a pull by the handle: a drawer's (``libero_pull_expert``), the microwave's door's
-(``libero_door_expert``).
+Opening is a pull by the handle: a drawer's (``pull``), the microwave's door's
+(``door``).
 """
 
 from __future__ import annotations
@@ -26,9 +26,28 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from pytest_benchmarks.envs.libero.expert.motion import (
+from pytest_benchmarks.envs.libero.expert.constants import (
     CLEARANCE,
+    FINGER_HALF_SPAN,
     ON_LINE,
+    PUSH_AGAIN_AFTER,
+    PUSH_BACK_OFF,
+    PUSH_BELOW_TOP,
+    PUSH_BUDGET,
+    PUSH_FINGER_IN,
+    PUSH_LEAD,
+    PUSH_LEAN,
+    PUSH_OUT_ALONG,
+    PUSH_PROGRESS,
+    PUSH_STANDOFF,
+    REACHED,
+    RELEASED_AFTER,
+    SEATED,
+    SLIDE_JOINT,
+    STALL_WINDOW,
+    TURN_BACK_STEPS,
+)
+from pytest_benchmarks.envs.libero.expert.motion import (
     FingerAxis,
     GripSite,
     ahead_on_arc,
@@ -38,28 +57,19 @@ from pytest_benchmarks.envs.libero.expert.motion import (
     move,
     turn_action,
 )
+from pytest_benchmarks.envs.libero.expert.phases import PhaseMachine
 
 #: The predicates these pushes make true, and which end of the object's range each aims for.
 PUSHES = {"close": "default_close_ranges", "turnon": "default_turnon_ranges",
           "turnoff": "default_turnoff_ranges"}  # fmt: skip
 
-SLIDE = 2  # mujoco.mjtJoint.mjJNT_SLIDE
-STANDOFF = 0.035  # metres behind the pushed point where the closed fingers come down
-#: Open, the fingers stand this far either side of the gripper's centre along y; a knob's
-#: pointer is pushed by the inner face of the trailing finger, the pointer between the fingers.
-FINGER_HALF_SPAN = 0.04
-LEAD = 0.045  # metres the push aims ahead of the pushed point (along the arc for hinges)
-RETREAT = 0.06  # metres back from the pushed point after the push
-#: Radians a drawer's second push tilts the fingers toward the push, beyond where the first
-#: left them (libero_90/22: about 57 degrees from straight down, the first push about 12).
-LEAN = np.pi / 4
 
-
-class JointPushExpert:
+class JointPushExpert(PhaseMachine[str]):
     """Pushes one articulated object until its goal predicate holds; ``act(eef_pos)`` gives the
     next 7-D action."""
 
     PHASES = ("above", "descend", "push", "back", "retreat")
+    BUDGET = PUSH_BUDGET
 
     def __init__(self, env: Any, goal: tuple[str, ...]) -> None:
         self.env = env  # LIBERO's problem env (ControlEnv.env)
@@ -70,7 +80,7 @@ class JointPushExpert:
         model = self.env.sim.model._model
         self.joint = self.env.sim.model.joint_name2id(self.joint_name)
         self.body = int(model.jnt_bodyid[self.joint])
-        self.slide = int(model.jnt_type[self.joint]) == SLIDE
+        self.slide = int(model.jnt_type[self.joint]) == SLIDE_JOINT
         self.fingers = FingerAxis(self.env)
         self.home = self.fingers.direction()  # turned back to this after the push
         # A hinge's part (a knob's pointer, a door's edge) is first pushed between the open
@@ -98,14 +108,15 @@ class JointPushExpert:
         self.open = straddle
         # The trailing finger about a centimetre behind the pushed part.
         thickness = float(np.abs(direction) @ self.half_thickness) if straddle else 0.0
-        self.ahead = FINGER_HALF_SPAN - thickness - 0.012 if straddle else -STANDOFF
+        self.ahead = FINGER_HALF_SPAN - thickness - PUSH_FINGER_IN if straddle else -PUSH_STANDOFF
         self.start = point + self.ahead * direction
         # The closed fingers push across the hand's thin side: the hand is about 20 cm long
         # along the finger line, and would meet a cabinet before its drawer closes.
         across = np.array([-direction[1], direction[0], 0.0])
         self.push_line = direction if straddle else across
         self.pushed_from = self.start
-        self.phase, self.count, self.progress = 0, 0, qpos
+        self.enter()
+        self.progress = qpos
         self.attempts += 1
         self.leaned: Rotation | None = None
         if self.slide and self.attempts > 1:
@@ -113,7 +124,7 @@ class JointPushExpert:
             now = self.grip.orientation()
             tilt = np.cross([0.0, 0.0, -1.0], direction)
             self.leaned = (
-                Rotation.from_rotvec(tilt / np.linalg.norm(tilt) * LEAN)
+                Rotation.from_rotvec(tilt / np.linalg.norm(tilt) * PUSH_LEAN)
                 * Rotation.from_rotvec([0.0, 0.0, self.fingers.yaw_to(self.push_line)])
                 * now
             )
@@ -142,8 +153,8 @@ class JointPushExpert:
             radial = centre - anchor
             radial -= (radial @ axis) * axis
             outward = radial / max(float(np.linalg.norm(radial)), 1e-9)
-            best = centre + outward * (np.abs(outward) @ half) * 0.7
-            best[2] = centre[2] + half[2] - 0.02
+            best = centre + outward * (np.abs(outward) @ half) * PUSH_OUT_ALONG
+            best[2] = centre[2] + half[2] - PUSH_BELOW_TOP
             best_top = centre[2] + half[2]
             self.half_thickness = half
         return best
@@ -165,8 +176,8 @@ class JointPushExpert:
     def _aim(self) -> np.ndarray:
         point = self._point()
         if self.slide:
-            return point + (LEAD + self.ahead) * self._direction(point)
-        ahead = ahead_on_arc(self.env.sim.data._data, self.joint, point, self.sign * LEAD)
+            return point + (PUSH_LEAD + self.ahead) * self._direction(point)
+        ahead = ahead_on_arc(self.env.sim.data._data, self.joint, point, self.sign * PUSH_LEAD)
         return ahead + self.ahead * self._direction(point)
 
     @property
@@ -174,19 +185,19 @@ class JointPushExpert:
         """The push is over, and the gripper has moved back up and turned back to the yaw it had
         when the step began (after a leaned push, the whole orientation), or has tried to for 30
         steps."""
-        if self.PHASES[min(self.phase, len(self.PHASES) - 1)] != "retreat" or self.count <= 5:
+        if not self.finishing(RELEASED_AFTER):
             return False
         if self.leaned is not None:
-            return (
-                float(np.linalg.norm(self.grip.turn_to(self.upright))) < ON_LINE or self.count > 30
-            )
-        return abs(self.fingers.yaw_to(self.home, directed=True)) < ON_LINE or self.count > 30
+            off = float(np.linalg.norm(self.grip.turn_to(self.upright)))
+        else:
+            off = abs(self.fingers.yaw_to(self.home, directed=True))
+        return off < ON_LINE or self.count > TURN_BACK_STEPS
 
     def holds(self) -> bool:
         return bool(self.env._eval_predicate([self.kind, self.obj]))
 
     def act(self, eef: np.ndarray) -> np.ndarray:
-        phase = self.PHASES[min(self.phase, len(self.PHASES) - 1)]
+        phase = self.phase
         if phase == "above":
             goal = self.start + np.array([0.0, 0.0, CLEARANCE])
         elif phase == "descend":
@@ -206,32 +217,30 @@ class JointPushExpert:
         if self.leaned is not None:  # leaned into the push, then back as the step began
             turn = self.grip.turn_to(self.leaned if phase != "retreat" else self.upright)
             yaw = float(np.linalg.norm(turn))  # how far off: what the phases' checks read
-        self.count += 1
-        done = {
-            "above": (np.linalg.norm(error) < 0.01 and abs(yaw) < ON_LINE) or self.count > 60,
-            "descend": np.linalg.norm(error) < 0.006 or self.count > 40,
-            "push": self.holds() or self._stalled(),
-            "back": np.linalg.norm(error) < 0.01 or self.count > 20,
-            "retreat": False,
-        }[phase]
-        if phase == "retreat" and self.count > 10 and not self.holds() and self.attempts < 2:
+        self.tick()
+        if phase in ("above", "back"):
+            reached = np.linalg.norm(error) < REACHED and (phase == "back" or abs(yaw) < ON_LINE)
+        elif phase == "descend":
+            reached = np.linalg.norm(error) < SEATED
+        else:
+            reached = phase == "push" and (self.holds() or self._stalled())
+        unfinished = phase == "retreat" and self.count > PUSH_AGAIN_AFTER and not self.holds()
+        if unfinished and self.attempts < 2:
             self._plan(straddle=False)  # once more, from where the part is now
-        elif done:
-            if phase == "push":
-                # A drawer: back off the way the fingers came; straddling fingers go straight
-                # up (moving back would pull the part with the leading finger).
-                back = 0.0 if self.open else RETREAT
-                self.pushed_from = eef - back * self._direction(self._point())
-            self.phase, self.count = self.phase + 1, 0
+        elif self.advance(reached) and phase == "push":
+            # A drawer: back off the way the fingers came; straddling fingers go straight up
+            # (moving back would pull the part with the leading finger).
+            back = 0.0 if self.open else PUSH_BACK_OFF
+            self.pushed_from = eef - back * self._direction(self._point())
         action = move(error, -1.0 if self.open else 1.0, yaw)
         if turn is not None:
             action[3:6] = turn_action(turn)
         return action
 
     def _stalled(self) -> bool:
-        """No progress of the joint over the last 25 steps, or 150 steps of pushing."""
-        if self.count % 25:
-            return self.count > 150
+        """No progress of the joint over the last ``STALL_WINDOW`` steps."""
+        if self.count % STALL_WINDOW:
+            return False
         qpos = self._qpos()
         moved, self.progress = self.sign * (qpos - self.progress), qpos
-        return moved < 0.005 or self.count > 150
+        return moved < PUSH_PROGRESS

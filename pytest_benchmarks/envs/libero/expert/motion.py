@@ -12,12 +12,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-GAIN = 15.0  # action units per metre of position error (1.0 = 0.05 m per step)
-CLEARANCE = 0.10  # height above objects while moving, in metres
-
-
-YAW_GAIN = 2.0  # action units per radian of yaw error (OSC_POSE: 1.0 = 0.5 rad per step)
-ON_LINE = 0.05  # radians off a wanted finger line (or yaw) that still count as on it
+from pytest_benchmarks.envs.libero.expert.constants import GAIN, YAW_GAIN
 
 
 def joint_goal(env: Any, obj: str, ranges: str) -> tuple[str, float]:

@@ -6,15 +6,31 @@ next action in LIBERO's own action space (``motion``)."""
 from __future__ import annotations
 
 from enum import IntEnum
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from pytest_benchmarks.envs.libero.expert.hand import HAND_HALF_LENGTH
-from pytest_benchmarks.envs.libero.expert.motion import (
+from pytest_benchmarks.envs.libero.expert.constants import (
+    CARRY_ABOVE,
     CLEARANCE,
+    HAND_HALF_LENGTH,
+    LEAN,
     ON_LINE,
+    PASS,
+    PICK_BUDGET,
+    PLACE_ABOVE,
+    REACHED,
+    RELEASED_AFTER,
+    RETREAT_ABOVE,
+    SEATED,
+    STALLED,
+    STILL,
+    TILT_NEAR,
+    TILT_TURNED,
+)
+from pytest_benchmarks.envs.libero.expert.motion import (
     Box,
     body_box,
     body_tree,
@@ -22,25 +38,13 @@ from pytest_benchmarks.envs.libero.expert.motion import (
     region_box,
     turn_action,
 )
+from pytest_benchmarks.envs.libero.expert.phases import PhaseMachine
 from pytest_benchmarks.envs.libero.expert.pick_plan import PickPlanner
-from pytest_benchmarks.envs.libero.expert.rim import (
-    site_frame,
-)
+from pytest_benchmarks.envs.libero.expert.rim import site_frame
 from pytest_benchmarks.envs.libero.expert.slide import SlideIn
 from pytest_benchmarks.envs.libero.expert.tip import TipIn
 
 ASIDE = "aside"  # a planned step, no BDDL predicate: an object moved out of a drawer's way
-STILL = 0.001  # metres per step under which the hand counts as at rest
-#: Metres within which the hand taken tilted from under an overhang passes its way points (not
-#: the grasp), and radians off its tilt at which it counts as turned, to go down its way in.
-PASS, TURNED = 0.03, 0.1
-#: The hand taken tilted turns to its tilt only within ``NEAR`` metres of its way in (turned all
-#: the way over, the arm straight at full reach stalls).
-NEAR = 0.12
-#: A hand held up more than ``STALLED`` metres short of the grasp when its descent times out, an
-#: arm link touching something, rises and comes down again once, tilted ``LEAN`` radians about
-#: its finger line with its fingertips toward what the arm touched, the wrist leaning away.
-STALLED, LEAN = 0.02, 0.25
 ARM_LINKS = "robot0_link"
 
 
@@ -57,25 +61,18 @@ class Phase(IntEnum):
     RETREAT = 7
 
 
-#: Steps a phase may take before the next begins, whether or not it reached its goal.
-BUDGET = {
-    Phase.ABOVE: 60,
-    Phase.DESCEND: 40,
-    Phase.CLOSE: 12,
-    Phase.LIFT: 40,
-    Phase.CARRY: 80,
-    Phase.LOWER: 30,
-    Phase.RELEASE: 10,
-}
-#: Steps the hand rises after letting go before the step counts as released.
-RELEASED_AFTER = 5
 #: The phases in which the fingers are closed.
 GRIPPING = (Phase.CLOSE, Phase.LIFT, Phase.CARRY, Phase.LOWER)
 
 
-class PickPlaceExpert(PickPlanner):
+class PickPlaceExpert(PickPlanner, PhaseMachine[Phase]):
     """The per-episode executor of one pick-and-place step: ``reset`` plans it from where the
     objects are (``PickPlanner``), ``act(eef_pos)`` gives the next 7-D action of its phase."""
+
+    PHASES = tuple(Phase)
+    BUDGET = MappingProxyType(
+        {p: PICK_BUDGET[p.name.lower()] for p in Phase if p.name.lower() in PICK_BUDGET}
+    )
 
     def __init__(self, env: Any, goal: tuple[str, ...]) -> None:
         self.env = env  # LIBERO's problem env (ControlEnv.env)
@@ -91,6 +88,7 @@ class PickPlaceExpert(PickPlanner):
         self.excluded = self.robot | body_tree(
             self.env.sim.model._model, self.env.obj_body_id[self.obj]
         )
+        self.enter()
         self._plan()
 
     def _arm_touch(self) -> np.ndarray | None:
@@ -131,10 +129,10 @@ class PickPlaceExpert(PickPlanner):
     @property
     def released(self) -> bool:
         """The object was let go and the gripper has moved up for a few steps."""
-        return self.phase >= Phase.RETREAT and self.count > RELEASED_AFTER
+        return self.finishing(RELEASED_AFTER)
 
     def act(self, eef: np.ndarray) -> np.ndarray:
-        phase = Phase(min(self.phase, Phase.RETREAT))
+        phase = self.phase
         if self.way is not None and phase > Phase.LIFT:
             return self._slide_in(eef, self.way)
         grip = 1.0 if phase in GRIPPING else -1.0
@@ -155,10 +153,10 @@ class PickPlaceExpert(PickPlanner):
             elif self.origin_goal is not None:  # its origin over its place, however it swings
                 held = self.env.sim.data._data.xpos[self.env.obj_body_id[self.obj]][:2]
                 place[:2] = eef[:2] + self.origin_goal - held
-            place[2] = target.high[2] + self.below_grasp + 0.02
-            lift = max(high, place[2] + 0.05, self.over_way)
+            place[2] = target.high[2] + self.below_grasp + PLACE_ABOVE
+            lift = max(high, place[2] + CARRY_ABOVE, self.over_way)
             if inside is not None:  # down into the compartment, its floor 2 cm below
-                place[2] = inside.low[2] + self.below_grasp + 0.02
+                place[2] = inside.low[2] + self.below_grasp + PLACE_ABOVE
             if phase == Phase.LIFT:
                 goal = np.array([eef[0], eef[1], lift])
             elif phase == Phase.CARRY:
@@ -166,12 +164,12 @@ class PickPlaceExpert(PickPlanner):
             else:
                 goal = place
         elif phase == Phase.RETREAT:
-            goal = np.array([eef[0], eef[1], high + 0.1])
+            goal = np.array([eef[0], eef[1], high + RETREAT_ABOVE])
         if self.way_in and phase in (Phase.ABOVE, Phase.DESCEND):  # tilted, in along its own axis
             if phase == Phase.DESCEND and np.linalg.norm(self.way_in[-1] - eef) < PASS:
                 self.way_in = self.way_in[:1]  # at the entry: on to the grasp
             goal = self.way_in[0] if phase == Phase.ABOVE else self.way_in[-1]
-            if len(self.way_in) == 2 and self._turn_left(self.tilted) > TURNED:
+            if len(self.way_in) == 2 and self._turn_left(self.tilted) > TILT_TURNED:
                 goal = self.way_in[0]  # turned over the way in before going down it
             if phase == Phase.DESCEND and len(self.way_in) == 1:
                 goal = self.grasp
@@ -192,36 +190,41 @@ class PickPlaceExpert(PickPlanner):
         line = self.line if phase in grasping else self.place_line
         yaw = self.fingers.yaw_to(line) if self.steer else 0.0
         turning = line is not self.line
-        self.count += 1
-        done = {
+        self.tick()
+        reached = {
             Phase.ABOVE: (
-                np.linalg.norm(error) < (PASS if self.way_in else 0.01) and abs(yaw) < ON_LINE
+                np.linalg.norm(error) < (PASS if self.way_in else REACHED) and abs(yaw) < ON_LINE
             ),
-            Phase.DESCEND: np.linalg.norm(error) < 0.006 and len(self.way_in) != 2,
+            Phase.DESCEND: np.linalg.norm(error) < SEATED and len(self.way_in) != 2,
             Phase.CLOSE: False,
             Phase.LIFT: not leaving
-            and abs(error[2]) < 0.01
+            and abs(error[2]) < REACHED
             and (not turning or abs(yaw) < ON_LINE),
             Phase.CARRY: (
-                np.linalg.norm(error[:2]) < 0.01
+                np.linalg.norm(error[:2]) < REACHED
                 and (not turning or abs(yaw) < ON_LINE)
                 and still
                 and self._laid_down()
             ),
-            Phase.LOWER: np.linalg.norm(error) < 0.01,
+            Phase.LOWER: np.linalg.norm(error) < REACHED,
             Phase.RELEASE: False,
             Phase.RETREAT: False,
-        }[phase] or self.count > BUDGET.get(phase, self.count)
+        }[phase]
+        done = reached or self.spent()
         if phase == Phase.DESCEND and self.tilted is None:
             self.touched = self._arm_touch() if self.touched is None else self.touched
         held_up = done and phase == Phase.DESCEND and np.linalg.norm(error) > STALLED
         if held_up and self.touched is not None and self.tilted is None:
             self.tilted = self._lean(self.touched)  # held up by the arm: lean away, down again
-            self.phase, self.count = Phase.ABOVE, 0
-        elif done:
-            self.phase, self.count = self.phase + 1, 0
+            self.enter(Phase.ABOVE)
+        else:
+            self.advance(done)
         action = move(error, grip, yaw)
-        far = self.way_in and phase == Phase.ABOVE and np.linalg.norm(self.way_in[0] - eef) > NEAR
+        far = (
+            self.way_in
+            and phase == Phase.ABOVE
+            and np.linalg.norm(self.way_in[0] - eef) > TILT_NEAR
+        )
         if self.tilted is not None and not far:
             # The step's whole way, the object held as it was taken; taken from under an
             # overhang, from near the way in.
@@ -232,14 +235,14 @@ class PickPlaceExpert(PickPlanner):
         return action
 
     def _slide_in(self, eef: np.ndarray, way: tuple[np.ndarray, float]) -> np.ndarray:
-        """The step once lifted, into a covered space by ``way`` (``libero_slide``); once let
+        """The step once lifted, into a covered space by ``way`` (``slide``); once let
         go, the step's retreat."""
         if self.slide is None:  # planned as the object is held
             sim = self.env.sim
             body = self.env.obj_body_id[self.obj]
             region = region_box(self.env, self.target)
             origin = np.array(sim.data.xpos[body])
-            # By its handle, the body ahead along the way in: in as it hangs (libero_slide).
+            # By its handle, the body ahead along the way in: in as it hangs (slide).
             ahead = self.by_handle and float((origin - self.grip.position())[:2] @ way[0][:2]) > 0
             self.slide = SlideIn(
                 self.grip,
@@ -257,8 +260,7 @@ class PickPlaceExpert(PickPlanner):
         turn = self.grip.turn_to(self.slide.orientation)
         goal, grip = self.slide.goal(eef, float(np.linalg.norm(turn)), CLEARANCE)
         if self.slide.phase == "out":
-            self.phase = Phase.RETREAT
-            self.count += 1
+            self.enter(Phase.RETREAT, self.count + 1)
         action = move(goal - eef, grip)
         action[3:6] = turn_action(turn)
         return action
@@ -266,7 +268,7 @@ class PickPlaceExpert(PickPlanner):
     def _floor_before(self, region: Box, floor: float, front: np.ndarray) -> bool:
         """Whether the space's floor runs on under the hand before the opening (the table, under
         a shelf with no bottom board) and the hand, turned to slide the object in (its finger
-        line upright), would reach below it there (``libero_tip``). Where the floor is a board
+        line upright), would reach below it there (``tip``). Where the floor is a board
         that ends at the opening, the hand reaches below it outside (libero_90/86, /88)."""
         return front[2] - HAND_HALF_LENGTH < floor and any(
             abs(part.high[2] - floor) < 0.001
@@ -278,12 +280,11 @@ class PickPlaceExpert(PickPlanner):
 
     def _tip_in(self, eef: np.ndarray, tip: TipIn) -> np.ndarray:
         """The step once lifted, tipped over before a space too low for the hand and pushed in
-        (``libero_tip``); once it has pushed, the step's retreat."""
+        (``tip``); once it has pushed, the step's retreat."""
         box = body_box(self.env.sim, self.env.obj_body_id[self.obj])
         goal, grip, orientation = tip.goal(eef, box, self._turn_left, self.holds)
         if tip.phase == "out":
-            self.phase = Phase.RETREAT
-            self.count += 1
+            self.enter(Phase.RETREAT, self.count + 1)
         action = move(goal - eef, grip)
         action[3:6] = turn_action(self.grip.turn_to(orientation))
         return action

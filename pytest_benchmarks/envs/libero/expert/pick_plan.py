@@ -11,9 +11,22 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from pytest_benchmarks.envs.libero.expert.hand import GRIPPER_SPAN, OVER
-from pytest_benchmarks.envs.libero.expert.motion import (
+from pytest_benchmarks.envs.libero.expert.constants import (
+    FAR_BACK,
+    FAR_REACH,
+    GRASP_BELOW,
+    GRIPPER_SPAN,
+    LAY_TILT,
     ON_LINE,
+    OVER,
+    REACH_IN,
+    REACH_TILT,
+    SLOT_MARGIN,
+    SLOT_TURN,
+    SUPPORT,
+    UPRIGHT,
+)
+from pytest_benchmarks.envs.libero.expert.motion import (
     Box,
     FingerAxis,
     GripSite,
@@ -24,7 +37,6 @@ from pytest_benchmarks.envs.libero.expert.motion import (
 )
 from pytest_benchmarks.envs.libero.expert.pick_scene import BY_HANDLE, PickScene, _overlap
 from pytest_benchmarks.envs.libero.expert.rim import (
-    REACH_IN,
     along_the_handle,
     gripper_meets,
     round_the_rim,
@@ -34,22 +46,6 @@ from pytest_benchmarks.envs.libero.expert.rim import (
 from pytest_benchmarks.envs.libero.expert.slide import SlideIn, opening
 from pytest_benchmarks.envs.libero.expert.tip import TipIn
 
-SLOT_MARGIN = 0.005  # least metres kept between an object and a compartment's walls
-SLOT_TURN = np.pi / 12  # the steps in which an object may turn to fit a compartment
-UPRIGHT = 0.95  # the cosine of the largest tilt at which an object counts as standing upright
-SUPPORT = 0.005  # metres above an object's bottom below which a geom is what it stands on
-#: At the arm's full reach a hand pointing straight down grasps with the arm straight, its elbow
-#: at the joint's limit, and LIBERO's operational-space controller, asked to draw it back, only
-#: swings it about the shoulder. A grasp beyond ``FAR_REACH`` (metres from the base,
-#: horizontally) whose place lies more than ``FAR_BACK`` back toward the base is taken with the
-#: hand tilted ``REACH_TILT`` radians, fingertips away from the base: the wrist stays back and
-#: the elbow bent.
-FAR_REACH, FAR_BACK, REACH_TILT = 0.75, 0.09, 0.3
-#: LIBERO's ``In`` of a drawer reads the object's origin, which a bottle standing in the drawer
-#: holds above the region's top. An object that cannot stand in a drawer with its origin inside
-#: the region is laid down: tilted ``LAY_TILT`` radians about the finger line once lifted,
-#: fingertips away from the arm's base, and let go with its lowest point just above the walls.
-LAY_TILT = 1.1
 ALONG_X, ALONG_Y = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
 
 
@@ -179,12 +175,11 @@ class PickPlanner(PickScene):
         self.slide: SlideIn | None = None
         self.tip: TipIn | None = None
         self.touched: np.ndarray | None = None  # where an arm link touched on the way down
-        self.phase, self.count = 0, 0  # the executor's first phase (Phase.ABOVE)
 
     def _under(
         self, box: Box, across: int, overhead: list[Box]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[Box]] | None:
-        """``libero_rim.under_the_rim`` where something overhead stands over the object and the
+        """``rim.under_the_rim`` where something overhead stands over the object and the
         hand pointing straight down at the usual rim grasp meets the scene, with the parts that
         overhang it; None otherwise."""
         over = [p for p in overhead if _overlap(p, box)]
@@ -227,7 +222,7 @@ class PickPlanner(PickScene):
         self.way_out = [out]
 
     def _way(self, bodies: dict[int, list[Box]]) -> tuple[np.ndarray, float] | None:
-        """``libero_slide.opening`` of an ``In`` of a region that is no drawer's: the way in
+        """``slide.opening`` of an ``In`` of a region that is no drawer's: the way in
         from the open side and the floor; None otherwise."""
         site = self.env.object_sites_dict.get(self.target)
         if self.kind != "in" or site is None or getattr(site, "joints", None):
@@ -236,7 +231,7 @@ class PickPlanner(PickScene):
         return opening(region_box(self.env, self.target), parts)
 
     def _rim(self, box: Box, across: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """``libero_rim.round_the_rim`` from the usual rim grasp closing along ``across``."""
+        """``rim.round_the_rim`` from the usual rim grasp closing along ``across``."""
         out = ALONG_Y if across else -ALONG_X  # the rim on the far side along y, near side along x
         return round_the_rim(self.scene(), box.centre, box.size[across] / 2, self.grasp[2], out)
 
@@ -288,7 +283,7 @@ class PickPlanner(PickScene):
             return None
         line = rotation[:, thin] * np.array([1.0, 1.0, 0.0])
         grasp = data.xpos[body] + rotation @ local.centre
-        grasp[2] = box.high[2] - 0.035
+        grasp[2] = box.high[2] - GRASP_BELOW
         return line / np.linalg.norm(line), grasp
 
     def _slot(self, local: Box) -> tuple[np.ndarray, np.ndarray | None]:

@@ -8,8 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from pytest_benchmarks.envs.libero.expert.hand import (
+from pytest_benchmarks.envs.libero.expert.constants import (
+    BESIDE_REACH,
+    CLEARANCE,
     FINGER_END,
+    GRASP_ABOVE,
+    GRASP_BELOW,
     GRIPPER_SPAN,
     HAND_BOTTOM,
     HAND_HALF_LENGTH,
@@ -17,11 +21,16 @@ from pytest_benchmarks.envs.libero.expert.hand import (
     HAND_HEIGHT,
     HAND_SIDE,
     HAND_TOP,
+    HANDLE_OUT,
+    HANDLE_WIDTH,
     OPEN_REACH,
     OVER,
+    REGION_MARGIN,
+    RIM_BELOW,
+    RIM_IN,
+    SHARED_GAP,
 )
 from pytest_benchmarks.envs.libero.expert.motion import (
-    CLEARANCE,
     Box,
     body_box,
     body_tree,
@@ -30,9 +39,7 @@ from pytest_benchmarks.envs.libero.expert.motion import (
     geom_boxes,
     region_extent,
 )
-from pytest_benchmarks.envs.libero.expert.rim import (
-    Scene,
-)
+from pytest_benchmarks.envs.libero.expert.rim import Scene
 
 CONTAIN = "_contain_region"  # a region objects are put into (a basket's, a caddy slot's)
 #: Objects taken by their handle: wider than the open fingers every way, and with no rim to
@@ -40,14 +47,7 @@ CONTAIN = "_contain_region"  # a region objects are put into (a basket's, a cadd
 #: A mug's rim is taken as a bowl's. A handle is at most this wide across
 #: the fingers, and stands this far beyond the body.
 BY_HANDLE = ("moka_pot", "frypan")
-HANDLE_WIDTH, HANDLE_OUT = 0.03, 0.03
 ROBOT_PARTS = ("robot0_", "gripper0_", "mount0_")
-#: Metres kept between objects the goal puts on one region, and between an object's origin (what
-#: LIBERO's ``On`` of a region reads) and the region's edge.
-SHARED_GAP, REGION_MARGIN = 0.01, 0.015
-#: The hand comes in over what stands within ``BESIDE_REACH`` (metres, horizontally) of the
-#: grasp, over its top by ``OVER``, where that is higher than its usual approach.
-BESIDE_REACH = 0.07
 
 
 def _overlap(part: Box, box: Box, margin: float = 0.0) -> bool:
@@ -86,10 +86,12 @@ class PickScene:
         grasp = box.centre.copy()
         if box.size[across] > GRIPPER_SPAN:
             # The rim on the far side along y (as always); along x the side nearer the robot.
-            grasp[across] = box.high[1] - 0.012 if across else box.low[0] + 0.012
-            grasp[2] = box.high[2] - 0.015
+            grasp[across] = box.high[1] - RIM_IN if across else box.low[0] + RIM_IN
+            grasp[2] = box.high[2] - RIM_BELOW
         else:
-            grasp[2] = max(box.high[2] - 0.035, box.low[2] + min(0.015, box.size[2] / 2))
+            grasp[2] = max(
+                box.high[2] - GRASP_BELOW, box.low[2] + min(GRASP_ABOVE, box.size[2] / 2)
+            )
         return grasp
 
     def scene(self) -> Scene:

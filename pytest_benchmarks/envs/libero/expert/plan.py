@@ -2,10 +2,10 @@
 
 A goal is one or more predicates: pick-and-place ``(On OBJECT TARGET)`` or ``(In OBJECT
 REGION)``; a push of an articulated object, ``(Close DRAWER_REGION)``, ``(Close microwave_1)``,
-``(TurnOn flat_stove_1)``, ``(TurnOff flat_stove_1)`` (``libero_joint_expert``); or a pull by a
-handle, a drawer's, ``(Open DRAWER_REGION)`` (``libero_pull_expert``; dragged by its top where it
-stands too low for the upright hand, ``libero_drag_expert``), or the microwave's door's,
-``(Open microwave_1)`` (``libero_door_expert``). It is read from the task's BDDL file
+``(TurnOn flat_stove_1)``, ``(TurnOff flat_stove_1)`` (``joint``); or a pull by a
+handle, a drawer's, ``(Open DRAWER_REGION)`` (``pull``; dragged by its top where it
+stands too low for the upright hand, ``drag``), or the microwave's door's,
+``(Open microwave_1)`` (``door``). It is read from the task's BDDL file
 (``goal_of`` needs no LIBERO import, so collection can tell which tasks are covered). Several
 predicates are done one after another (``plan_order``: an object another step places something on
 is placed first, a drawer is opened before it is filled and filled before it is closed; an ``In``
@@ -28,12 +28,13 @@ from typing import Any
 import numpy as np
 
 from pytest_benchmarks.envs.libero.expert.aside import AsideExpert
+from pytest_benchmarks.envs.libero.expert.constants import SLIDE_JOINT
 from pytest_benchmarks.envs.libero.expert.door import DoorPullExpert
 from pytest_benchmarks.envs.libero.expert.drag import HandleDragExpert, handle_too_low
 from pytest_benchmarks.envs.libero.expert.joint import PUSHES, JointPushExpert
 from pytest_benchmarks.envs.libero.expert.motion import body_box
 from pytest_benchmarks.envs.libero.expert.pick import ASIDE, PickPlaceExpert
-from pytest_benchmarks.envs.libero.expert.pull import SLIDE, HandlePullExpert, opened_box
+from pytest_benchmarks.envs.libero.expert.pull import HandlePullExpert, opened_box
 
 GOAL = re.compile(r"\(:goal(.*)", re.S | re.I)
 PREDICATE = re.compile(r"\((\w+)((?:\s+\w+)+)\s*\)")
@@ -131,7 +132,7 @@ def _with_drawers_opened(env: Any, goal: list[tuple[str, ...]]) -> list[tuple[st
             and target not in opened
         ):
             joint = env.sim.model.joint_name2id(next(iter(site.joints)))
-            if int(env.sim.model._model.jnt_type[joint]) == SLIDE:
+            if int(env.sim.model._model.jnt_type[joint]) == SLIDE_JOINT:
                 added.append(("open", target))
                 opened.add(target)
     aside = [
@@ -147,7 +148,9 @@ def _overhung(env: Any, obj: str, region: str) -> bool:
     object: the hand coming down to it would meet the drawer (libero_90/8's bowl)."""
     site = env.object_sites_dict.get(region)
     joint = env.sim.model.joint_name2id(next(iter(site.joints)))
-    if int(env.sim.model._model.jnt_type[joint]) != SLIDE or env._eval_predicate(["open", region]):
+    if int(env.sim.model._model.jnt_type[joint]) != SLIDE_JOINT or env._eval_predicate(
+        ["open", region]
+    ):
         return False  # a door, or a drawer already open (not pulled: it stands where it will)
     drawer, _ = opened_box(env, region)
     box = body_box(env.sim, env.obj_body_id[obj])

@@ -7,7 +7,7 @@ quarter about the horizontal axis across it), the open fingers straddle the bar 
 close on it, and pull along the slide until LIBERO's ``Open`` predicate holds; then the hand lets
 go, backs off, rises and turns back to where it pointed before. The handle is the moving body's
 collision geom that stands farthest out along the opening direction; the pulled point follows
-the drawer as it slides. A hinged door (the microwave's) is swung open by ``libero_door_expert``.
+the drawer as it slides. A hinged door (the microwave's) is swung open by ``door``.
 """
 
 from __future__ import annotations
@@ -17,9 +17,22 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from pytest_benchmarks.envs.libero.expert.motion import (
+from pytest_benchmarks.envs.libero.expert.constants import (
     CLEARANCE,
     GAIN,
+    PULL_BACK_OFF,
+    PULL_BEYOND,
+    PULL_BUDGET,
+    PULL_STANDOFF,
+    REACHED,
+    RELEASED_AFTER,
+    ROUGHLY,
+    SEATED,
+    SLIDE_JOINT,
+    TURN_HOME_STEPS,
+    TURNED,
+)
+from pytest_benchmarks.envs.libero.expert.motion import (
     Box,
     FingerAxis,
     GripSite,
@@ -28,11 +41,7 @@ from pytest_benchmarks.envs.libero.expert.motion import (
     joint_goal,
     turn_action,
 )
-
-SLIDE = 2  # mujoco.mjtJoint.mjJNT_SLIDE
-STANDOFF = 0.10  # metres out from the handle where the turned hand lines up with it
-BACK_OFF = 0.08  # metres the hand backs off along the slide after letting go
-TURNED = 0.05  # radians of orientation error that still count as turned
+from pytest_benchmarks.envs.libero.expert.phases import PhaseMachine
 
 
 def opening(env: Any, region: str) -> tuple[int, np.ndarray, float]:
@@ -64,10 +73,11 @@ def opened_box(env: Any, region: str) -> tuple[Box, np.ndarray]:
     return Box(box.low + travel * out, box.high + travel * out), out
 
 
-class HandlePullExpert:
+class HandlePullExpert(PhaseMachine[str]):
     """Pulls one drawer open by its handle; ``act(eef_pos)`` gives the next 7-D action."""
 
     PHASES = ("rise", "over", "line_up", "reach", "close", "pull", "release", "back", "retreat")
+    BUDGET = PULL_BUDGET
 
     def __init__(self, env: Any, goal: tuple[str, ...]) -> None:
         self.env = env  # LIBERO's problem env (ControlEnv.env)
@@ -78,7 +88,7 @@ class HandlePullExpert:
         sim = self.env.sim
         model, data = sim.model._model, sim.data._data
         self.joint, self.out, self.travel = opening(self.env, self.obj)
-        if int(model.jnt_type[self.joint]) != SLIDE:
+        if int(model.jnt_type[self.joint]) != SLIDE_JOINT:
             raise ValueError(f"{self.obj}: only drawers (slide joints) are pulled open")
         self.body = int(model.jnt_bodyid[self.joint])
         handle = handle_box(model, data, self.body, self.out).centre
@@ -95,9 +105,10 @@ class HandlePullExpert:
             * Rotation.from_rotvec([0.0, 0.0, yaw])
             * self.home
         )
-        self.phase, self.count, self.pulled_from = 0, 0, handle
+        self.pulled_from = handle
+        self.enter()
         if self.holds():  # already open: nothing to pull, released at once
-            self.phase, self.count = len(self.PHASES) - 1, 41
+            self.enter("retreat", TURN_HOME_STEPS + 1)
 
     def _point(self) -> np.ndarray:
         data = self.env.sim.data._data
@@ -111,9 +122,9 @@ class HandlePullExpert:
     def released(self) -> bool:
         """The drawer was let go, and the hand has risen and turned back to where it pointed
         before (or has tried to for 40 steps)."""
-        if self.PHASES[min(self.phase, len(self.PHASES) - 1)] != "retreat" or self.count <= 5:
+        if not self.finishing(RELEASED_AFTER):
             return False
-        return self._off(self.home) < TURNED or self.count > 40
+        return self._off(self.home) < TURNED or self.count > TURN_HOME_STEPS
 
     def _off(self, orientation: Rotation) -> float:
         return float(np.linalg.norm(self.grip.turn_to(orientation)))
@@ -122,9 +133,9 @@ class HandlePullExpert:
         return bool(self.env._eval_predicate([self.kind, self.obj]))
 
     def act(self, eef: np.ndarray) -> np.ndarray:
-        phase = self.PHASES[min(self.phase, len(self.PHASES) - 1)]
+        phase = self.phase
         handle = self._point()
-        line_up = handle + STANDOFF * self.out
+        line_up = handle + PULL_STANDOFF * self.out
         orientation = self.home
         grip = 1.0 if phase in ("close", "pull") else -1.0
         above = line_up + np.array([0.0, 0.0, CLEARANCE])
@@ -138,34 +149,30 @@ class HandlePullExpert:
         elif phase in ("reach", "close"):
             goal, orientation = handle, self.turned
         elif phase == "pull":
-            goal, orientation = self.pulled_from + (self.travel + 0.02) * self.out, self.turned
+            goal, orientation = (
+                self.pulled_from + (self.travel + PULL_BEYOND) * self.out,
+                self.turned,
+            )
         elif phase == "release":
             goal, orientation = eef, self.turned
         elif phase == "back":
-            goal, orientation = self.pulled_from + BACK_OFF * self.out, self.turned
+            goal, orientation = self.pulled_from + PULL_BACK_OFF * self.out, self.turned
         else:
             goal = np.array([eef[0], eef[1], self.pulled_from[2] + CLEARANCE])
         error = goal - eef
         turn = self.grip.turn_to(orientation)
-        self.count += 1
+        self.tick()
         turned = float(np.linalg.norm(turn)) < TURNED
-        done = {
-            "rise": (abs(error[2]) < 0.02 and turned) or self.count > 40,
-            "over": (np.linalg.norm(error) < 0.02 and turned) or self.count > 60,
-            "line_up": (np.linalg.norm(error) < 0.01 and turned) or self.count > 80,
-            "reach": np.linalg.norm(error) < 0.006 or self.count > 40,
-            "close": self.count > 12,
-            "pull": self.holds() or self.count > 80,
-            "release": self.count > 10,
-            "back": np.linalg.norm(error) < 0.01 or self.count > 30,
-            "retreat": False,
-        }[phase]
-        if done:
-            if phase == "close":
-                self.pulled_from = handle
-            if phase == "release":
-                self.pulled_from = eef.copy()
-            self.phase, self.count = self.phase + 1, 0
+        reached = {
+            "rise": abs(error[2]) < ROUGHLY and turned,
+            "over": np.linalg.norm(error) < ROUGHLY and turned,
+            "line_up": np.linalg.norm(error) < REACHED and turned,
+            "reach": np.linalg.norm(error) < SEATED,
+            "pull": self.holds(),
+            "back": np.linalg.norm(error) < REACHED,
+        }.get(phase, False)
+        if self.advance(reached) and phase in ("close", "release"):
+            self.pulled_from = handle if phase == "close" else eef.copy()
         action = np.zeros(7)
         action[:3] = np.clip(error * GAIN, -1.0, 1.0)
         action[3:6] = turn_action(turn)

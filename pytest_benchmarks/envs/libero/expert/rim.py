@@ -23,29 +23,18 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from pytest_benchmarks.envs.libero.expert.hand import FINGER, HAND
+from pytest_benchmarks.envs.libero.expert.constants import (
+    FINGER,
+    HAND,
+    HANDLE_STEP,
+    HANDLE_TURNS,
+    REACH_IN,
+    RIM_IN,
+    RIM_RISE,
+    RIM_STEP,
+    UNDER_TILTS,
+)
 from pytest_benchmarks.envs.libero.expert.motion import collides
-
-RIM_IN = 0.012  # metres inside the object's edge the fingers close on the rim
-#: Metres higher on the rim than the usual grasp the fingers may close, round it, where nowhere
-#: at the usual height is clear: the hand's bottom then clears a cabinet's top just above a
-#: drawer's walls (libero_spatial/4, by 0.5 mm). Only then: so high, the fingers hold less of
-#: the rim.
-RIM_RISE = 0.005
-RIM_STEP = np.pi / 12  # the steps in which the grasp goes round the rim
-#: Traced (libero_90/18: the moka pot stands 0.7-3 cm beside the frying pan's handle, a bar 13 cm
-#: long): square across the handle at its middle, the 20 cm hand comes down on the pot. The grasp
-#: slides along the handle in ``HANDLE_STEP``s (its fingers kept on it), square first, then with
-#: the finger line turned off square by these (radians): at 30 degrees the fingers still close
-#: across the 2.5 cm bar, and the pan hangs on.
-HANDLE_STEP = 0.005
-HANDLE_TURNS = np.radians([0.0, 15.0, -15.0, 30.0, -30.0])
-#: Traced (libero_goal/3: the top drawer, pulled open, stands 10 cm over half the bowl): pointing
-#: straight down, the hand (25 cm tall with the wrist) meets the drawer wherever round the rim it
-#: closes; tilted 20-30 degrees, its wrist leaning back out from under, it does not. The tilts
-#: tried (radians), and how far back along its own axis the tilted hand comes in from.
-UNDER_TILTS = np.radians([15.0, 20.0, 25.0, 30.0, 35.0])
-REACH_IN = 0.10
 
 
 class Scene:

@@ -20,14 +20,18 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from pytest_benchmarks.envs.libero.expert.motion import ON_LINE, Box, GripSite
+from pytest_benchmarks.envs.libero.expert.constants import (
+    COVER,
+    ON_LINE,
+    REACHED,
+    SLIDE_BUDGET,
+    SLIDE_GAP,
+    SLIDE_LIFT,
+    WALL_REACH,
+)
+from pytest_benchmarks.envs.libero.expert.motion import Box, GripSite
+from pytest_benchmarks.envs.libero.expert.phases import PhaseMachine
 
-#: Metres: how far before the opening the object stops before it goes in; how far above the
-#: floor its lowest point is carried in.
-SLIDE_GAP, SLIDE_LIFT = 0.03, 0.012
-#: Metres around a region within which a part can close it (its walls); metres above its floor
-#: within which a part covers it (the hand and its load need about this much from above).
-WALL_REACH, COVER = 0.03, 0.3
 #: The ways in to look for: the four horizontal world axes.
 WAYS = tuple(sense * axis for axis in np.eye(3)[:2] for sense in (1.0, -1.0))
 
@@ -71,11 +75,12 @@ def _over(part: Box, point: np.ndarray) -> bool:
     return bool(np.all(part.low[:2] <= point[:2]) and np.all(part.high[:2] >= point[:2]))
 
 
-class SlideIn:
+class SlideIn(PhaseMachine[str]):
     """The held object's way in, planned once it is held (the hand's hold on it is then known):
     turn, before the opening, in, open, out."""
 
     PHASES = ("turn", "front", "in", "open", "out")
+    BUDGET = SLIDE_BUDGET
 
     def __init__(
         self,
@@ -111,27 +116,23 @@ class SlideIn:
         depth = float((ahead @ way).max())
         self.front = self.inside.copy()
         self.front[axis] = entrance - way[axis] * (SLIDE_GAP + depth)
-        self.phase, self.count = "turn", 0
+        self.enter()
 
     def goal(self, eef: np.ndarray, turn_left: float, clearance: float) -> tuple[np.ndarray, float]:
         """The fingertips' goal and the gripper (1 closed, -1 open) this step; advances the
         phase. ``turn_left`` is how far (radians) the hand is from ``orientation``."""
-        self.count += 1
-        goal, grip = eef, 1.0
+        self.tick()
+        goal, grip, reached = eef, 1.0, False
         high = self.front[2] + clearance
         if self.phase == "turn":  # turned where it was lifted, at least ``clearance`` high
             goal = np.array([eef[0], eef[1], max(eef[2], high)])
-            done = turn_left < ON_LINE or self.count > 60
-        elif self.phase == "front":
-            goal = self.front
-            done = bool(np.linalg.norm(goal - eef) < 0.01) or self.count > 80
-        elif self.phase == "in":
-            goal = self.inside
-            done = bool(np.linalg.norm(goal - eef) < 0.01) or self.count > 60
+            reached = turn_left < ON_LINE
+        elif self.phase in ("front", "in"):
+            goal = self.front if self.phase == "front" else self.inside
+            reached = bool(np.linalg.norm(goal - eef) < REACHED)
         elif self.phase == "open":
-            grip, done = -1.0, self.count > 10
+            grip = -1.0
         else:  # out the way it came, open
-            goal, grip, done = self.front, -1.0, False
-        if done:
-            self.phase, self.count = self.PHASES[self.PHASES.index(self.phase) + 1], 0
+            goal, grip = self.front, -1.0
+        self.advance(reached)
         return goal, grip

@@ -2,7 +2,7 @@
 floor the table): the pick-and-place step's way to let go there.
 
 Traced (libero_90/89: a book under the wooden two-layer shelf, whose lower space is 6.9 cm tall
-and open only toward the robot): a book goes in lying flat, and ``libero_slide``'s hand, pointing
+and open only toward the robot): a book goes in lying flat, and ``slide``'s hand, pointing
 in with its finger line upright, reaches 10 cm below the fingertips, into the table (0/6).
 Dropped flat from where that hand clears the table, the book, held by its top edge, lands on its
 far edge and stays standing. Tilted instead a little toward the opening, its far edge set down on
@@ -18,27 +18,38 @@ from collections.abc import Callable
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from pytest_benchmarks.envs.libero.expert.motion import ON_LINE, Box, GripSite
+from pytest_benchmarks.envs.libero.expert.constants import (
+    BEHIND,
+    BEHIND_ABOVE,
+    ON_LINE,
+    PUSH_HEIGHT,
+    PUSH_STOP,
+    REACHED,
+    RISE,
+    ROUGHLY,
+    TIP_ABOVE,
+    TIP_BEHIND,
+    TIP_BUDGET,
+    TIP_DOWN,
+    TIP_GAP,
+    TIP_OUT,
+    TIP_TILT,
+)
+from pytest_benchmarks.envs.libero.expert.motion import Box, GripSite
+from pytest_benchmarks.envs.libero.expert.phases import PhaseMachine
 
-#: Radians the hand tilts toward the opening before the object's far edge is set down; metres
-#: the far edge stops before the region, and above the floor when let go.
-TIP_TILT, TIP_GAP, TIP_ABOVE = np.radians(30.0), 0.03, 0.004
-#: Metres: the fingertips behind the object's near edge, and above the floor, as they push; how
-#: far before the region's entrance they stop (the hand, 4 cm ahead of them across its finger
-#: line, stays out of the space); how high the hand rises once it has let go.
-BEHIND, PUSH_HEIGHT, PUSH_STOP, RISE = 0.02, 0.02, 0.045, 0.06
 
-
-class TipIn:
+class TipIn(PhaseMachine[str]):
     """The held object's way in, planned once it is held: tilt, set down, open, up, behind,
     down, push, out."""
 
     PHASES = ("tilt", "set", "open", "up", "behind", "down", "push", "out")
+    BUDGET = TIP_BUDGET
 
     def __init__(
         self, grip: GripSite, opened: tuple[np.ndarray, float], region: Box, lift: float
     ) -> None:
-        """``opened``: ``libero_slide.opening``'s way in and floor; ``lift``: the fingertips'
+        """``opened``: ``slide.opening``'s way in and floor; ``lift``: the fingertips'
         height to tilt at (at least)."""
         now = grip.orientation()
         self.way, self.floor = opened
@@ -53,7 +64,7 @@ class TipIn:
         self.entrance = region.low[self.axis] if sense > 0 else region.high[self.axis]
         self.side = region.centre  # the place across the way
         self.lift, self.let_go = lift, np.zeros(3)
-        self.phase, self.count = "tilt", 0
+        self.enter()
 
     def goal(
         self,
@@ -66,42 +77,39 @@ class TipIn:
         step, from the object's box now; advances the phase. ``turn(orientation)`` is how far
         (radians) the hand is from there; ``holds()``: whether LIBERO's ``In`` holds now (asked
         only while pushing)."""
-        self.count += 1
+        self.tick()
         a, sense = self.axis, float(np.sign(self.way[self.axis]))
-        goal, grip, orientation = eef.copy(), 1.0, self.tilted
+        goal, grip, orientation, reached = eef.copy(), 1.0, self.tilted, False
         if self.phase == "tilt":
             goal[2] = max(eef[2], self.lift)
-            done = turn(orientation) < ON_LINE or self.count > 60
+            reached = turn(orientation) < ON_LINE
         elif self.phase == "set":  # the far edge just before the region, just above the floor
             far = max(float((box.high - eef) @ self.way), float((box.low - eef) @ self.way))
             goal[a] = self.entrance - sense * (TIP_GAP + far)
             goal[1 - a] = self.side[1 - a]
             goal[2] = self.floor + TIP_ABOVE + float(eef[2] - box.low[2])
-            done = bool(np.linalg.norm(goal - eef) < 0.01) or self.count > 80
+            reached = bool(np.linalg.norm(goal - eef) < REACHED)
         elif self.phase == "open":
-            grip, done = -1.0, self.count > 10
+            grip = -1.0
             self.let_go = eef.copy()
         elif self.phase == "up":
             goal, grip, orientation = self.let_go + np.array([0.0, 0.0, RISE]), -1.0, self.across
-            done = (np.linalg.norm(goal - eef) < 0.02 and turn(orientation) < 2 * ON_LINE) or (
-                self.count > 40
-            )
+            reached = bool(np.linalg.norm(goal - eef) < ROUGHLY) and turn(orientation) < 2 * ON_LINE
         elif self.phase in ("behind", "down"):
             near = box.low[a] if sense > 0 else box.high[a]
             goal = box.centre.copy()
             goal[a] = near - sense * BEHIND
-            goal[2] = self.floor + PUSH_HEIGHT + (0.08 if self.phase == "behind" else 0.0)
+            goal[2] = self.floor + PUSH_HEIGHT + (BEHIND_ABOVE if self.phase == "behind" else 0.0)
             orientation = self.across
-            close = 0.015 if self.phase == "behind" else 0.008
-            done = bool(np.linalg.norm(goal - eef) < close) or self.count > 60
+            close = TIP_BEHIND if self.phase == "behind" else TIP_DOWN
+            reached = bool(np.linalg.norm(goal - eef) < close)
         elif self.phase == "push":
             goal[a] = self.entrance - sense * PUSH_STOP
             goal[2] = self.floor + PUSH_HEIGHT
             orientation = self.across
-            done = abs(goal[a] - eef[a]) < 0.008 or self.count > 60 or holds()
+            reached = abs(goal[a] - eef[a]) < TIP_DOWN or holds()
         else:  # back out the way it came, and up
-            goal = eef - self.way * 0.05 + [0.0, 0.0, 0.05]
-            orientation, done = self.upright, False
-        if done:
-            self.phase, self.count = self.PHASES[self.PHASES.index(self.phase) + 1], 0
+            goal = eef - self.way * TIP_OUT + [0.0, 0.0, TIP_OUT]
+            orientation = self.upright
+        self.advance(reached)
         return goal, grip, orientation
