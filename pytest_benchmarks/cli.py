@@ -6,7 +6,8 @@ inputs that overlap, were made with different settings or cut with different sha
 ``compare`` applies the regression gate's statistics to two runs and exits 1 when a task's
 success rate dropped significantly, 3 when it cannot judge (a task errored or ran no episode,
 or the runs share no task);
-``report`` writes a Markdown table (for ``$GITHUB_STEP_SUMMARY``) and a chart;
+``report`` writes a Markdown table (for ``$GITHUB_STEP_SUMMARY``) and a chart; both read
+``lerobot-eval``'s ``eval_info.json`` as a run too, in any mix with metrics files;
 ``record-build`` turns the episodes of a ``--benchmark-record`` run that stopped before its
 dataset was written (``DIR.parts``) into the LeRobotDataset.
 Bad input (and an output path that is not a regular file) is one line on stderr and exit
@@ -17,10 +18,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from pytest_benchmarks.core.files import check_writable, write_atomic
+from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.settings import GATE_MODES, GATE_POWER
 from pytest_benchmarks.metrics.document import load_results, write_metrics
 from pytest_benchmarks.metrics.runs import (
@@ -29,8 +32,9 @@ from pytest_benchmarks.metrics.runs import (
     InputError,
     Unjudgeable,
     compare_runs,
-    load,
+    load_run,
     merge,
+    task_name,
 )
 
 #: What ``report --png`` can draw, by file extension.
@@ -41,8 +45,11 @@ def report(args: argparse.Namespace) -> int:
     """Write the Markdown table (and the chart); exit 0, the gate is ``compare``'s job."""
     from pytest_benchmarks.metrics.views import chart, markdown
 
-    results = load_results(load(args.run))
-    baseline = load_results(load(args.baseline)) if args.baseline else None
+    runs = [load_run(path)[0] for path in (args.run, args.baseline) if path is not None]
+    name = task_name(*runs)
+    results, baseline = [_named(r, name) for r in load_results(runs[0])], None
+    if args.baseline:
+        baseline = [_named(r, name) for r in load_results(runs[1])]
     for path in (args.output, args.png):
         if path is not None:
             output_path(path)
@@ -59,6 +66,12 @@ def report(args: argparse.Namespace) -> int:
     if args.png:
         chart(results, args.png, baseline)
     return 0
+
+
+def _named(result: TaskResult, name: Callable[[TaskResult], str]) -> TaskResult:
+    """The result under the name its runs are matched by (``runs.task_name``)."""
+    env, _, key = name(result).partition("/")
+    return replace(result, task=replace(result.task, env=env, key=key))
 
 
 def output_path(path: Path) -> None:
@@ -100,7 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
                            help="the shards' metrics files")  # fmt: skip
     merge_cmd.add_argument("-o", "--output", type=Path, required=True, metavar="OUT.json",
                            help="where to write the merged run")  # fmt: skip
-    compare_cmd = commands.add_parser("compare", help="gate NEW against OLD; exit 1 on regression")
+    compare_cmd = commands.add_parser(
+        "compare", help="gate NEW against OLD; exit 1 on regression (metrics JSON or "
+        "lerobot-eval's eval_info.json, in any mix)",
+    )  # fmt: skip
     compare_cmd.add_argument("old", type=Path, metavar="OLD.json", help="the baseline run")
     compare_cmd.add_argument("new", type=Path, metavar="NEW.json", help="the run to judge")
     compare_cmd.add_argument(
@@ -152,10 +168,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise InputError(f"--alpha: {args.alpha} is not between 0 and 1")
         if args.command == "report":
             return report(args)
-        lines, status = compare_runs(
-            load(args.old), load(args.new), args.alpha, args.gate, args.gate_power
-        )
-        print("\n".join(lines))
+        (old, old_line), (new, new_line) = load_run(args.old), load_run(args.new)
+        lines, status = compare_runs(old, new, args.alpha, args.gate, args.gate_power)
+        print("\n".join([line for line in (old_line, new_line) if line] + lines))
         return status
     except InputError as exc:
         print(f"pytest-benchmarks: error: {exc}", file=sys.stderr)

@@ -1,17 +1,19 @@
 """Runs as metrics files: read and checked against the schema, shards merged into one run, and
-two runs compared by the regression gate's statistics. ``pytest-benchmarks`` (``cli``) prints
-what these return; errors are one line (``InputError``, ``Unjudgeable``)."""
+two runs compared by the regression gate's statistics; ``lerobot-eval``'s ``eval_info.json``
+is read as a run too (``eval_info``), for ``compare`` and ``report``. ``pytest-benchmarks``
+(``cli``) prints what these return; errors are one line (``InputError``, ``Unjudgeable``)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_benchmarks.core.results import TaskResult
+from pytest_benchmarks.metrics import eval_info
 from pytest_benchmarks.metrics.document import build_metrics, load_results, schema
-from pytest_benchmarks.metrics.stats import Comparison, compare_results, summary
+from pytest_benchmarks.metrics.stats import Comparison, judge, summary
 
 #: Run settings that must agree for shards to form one run.
 SHARED_SETTINGS = (
@@ -43,8 +45,39 @@ def load(path: Path) -> dict[str, Any]:
     """A metrics document, checked against the shipped JSON Schema."""
     import jsonschema
 
+    document: dict[str, Any] = _parse(path)
+    if eval_info.is_eval_info(document):
+        raise InputError(
+            f"{path}: lerobot-eval's eval_info.json, not a pytest-benchmarks metrics file; "
+            "compare and report read it, merge and resume do not"
+        )
     try:
-        document: dict[str, Any] = json.loads(path.read_text())
+        jsonschema.validate(document, schema())
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "top level"
+        raise InputError(f"{path}: not a pytest-benchmarks metrics file ({where}: "
+                         f"{exc.message.splitlines()[0][:120]})") from None  # fmt: skip
+    return document
+
+
+def load_run(path: Path) -> tuple[dict[str, Any], str | None]:
+    """A run to compare or report: a metrics document, or ``lerobot-eval``'s ``eval_info.json``
+    as one (its run block says ``source: lerobot-eval``), with a line that says how that file
+    was read (None for a metrics file)."""
+    document = _parse(path)
+    if not eval_info.is_eval_info(document):
+        return load(path), None
+    try:
+        results, line = eval_info.read(document, path)
+    except eval_info.EvalInfoError as exc:
+        raise InputError(str(exc)) from None
+    return build_metrics(results, {"source": eval_info.SOURCE}, eval_info.SOURCE), line
+
+
+def _parse(path: Path) -> Any:
+    """A file's JSON, each way it can fail said in one line."""
+    try:
+        return json.loads(path.read_text())
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
@@ -55,13 +88,6 @@ def load(path: Path) -> dict[str, Any]:
         raise InputError(f"{path}: JSON nested too deeply to be a metrics file") from None
     except ValueError as exc:  # e.g. an integer of more digits than Python converts
         raise InputError(f"{path}: not usable JSON ({str(exc).splitlines()[0][:120]})") from None
-    try:
-        jsonschema.validate(document, schema())
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "top level"
-        raise InputError(f"{path}: not a pytest-benchmarks metrics file ({where}: "
-                         f"{exc.message.splitlines()[0][:120]})") from None  # fmt: skip
-    return document
 
 
 def merge(paths: Sequence[Path]) -> dict[str, Any]:
@@ -145,8 +171,9 @@ def compare_runs(
             f"the old run was rendered {modes[0]}, the new run {modes[1]}: runs of different "
             "render modes (--benchmark-render) are not compared"
         )
-    before = {r.task.id: r for r in load_results(old)}
-    after = {r.task.id: r for r in load_results(new)}
+    name = task_name(old, new)
+    before = {name(r): r for r in load_results(old)}
+    after = {name(r): r for r in load_results(new)}
     common = sorted(set(before) & set(after))
     if not common:
         raise Unjudgeable(
@@ -159,8 +186,7 @@ def compare_runs(
     }
     judged = [t for t in common if t not in problems]
     try:
-        verdicts = compare_results([after[t] for t in judged], [before[t] for t in judged],
-                                   alpha, mode)  # fmt: skip
+        verdicts = judge({t: (before[t].episodes, after[t].episodes) for t in judged}, alpha, mode)
     except ValueError as exc:
         raise InputError(str(exc)) from None
     lines = [v.line() for v in verdicts.values()]
@@ -174,6 +200,14 @@ def compare_runs(
     if problems:
         return lines, EXIT_UNJUDGEABLE
     return lines, EXIT_REGRESSION if power == "fail" and blind else 0
+
+
+def task_name(*documents: dict[str, Any]) -> Callable[[TaskResult], str]:
+    """How two runs' tasks are matched: by id, or, where either is ``lerobot-eval``'s, by the
+    name LeRobot gives it (``TASK_GROUP/TASK_ID``, as ``lerobot:TYPE`` and LIBERO name theirs)."""
+    if any(d["run"].get("source") == eval_info.SOURCE for d in documents):
+        return lambda result: result.task.name
+    return lambda result: result.task.id
 
 
 def gate_summary(

@@ -33,7 +33,8 @@ def markdown(
         head.append("verdict")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in ordered:
-        steps = f"{sum(e.steps for e in r.episodes) / r.n_episodes:.1f}" if r.episodes else "–"
+        known = r.episodes and any(e.steps for e in r.episodes)  # eval_info.json has no steps
+        steps = f"{sum(e.steps for e in r.episodes) / r.n_episodes:.1f}" if known else "–"
         row = [f"`{r.task.id}`", _cell(r), steps, f"{r.eval_s:.1f} s"]
         if r.error:
             row[1] += f" — error: {r.error}"
