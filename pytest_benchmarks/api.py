@@ -69,6 +69,7 @@ def evaluate(
     image_size: int | str | tuple[int, int] | None = None,
     render: str = "faithful",
     camera_map: str | dict[str, str] | None = None,
+    env_args: str | dict[str, str] | None = None,
     rename_map: str | dict[str, str] | None = None,
     device: str = "auto",
     metrics: str | Path | None = None,
@@ -90,7 +91,8 @@ def evaluate(
     successful ones), as ``--benchmark-record`` does; ``Evaluation.dataset`` is its summary.
     ``resume`` carries on the run whose metrics JSON is at ``metrics``, as
     ``--benchmark-resume`` does: its finished tasks are kept, only the missing episodes run.
-    ``batched_inference`` is ``--benchmark-batched-inference``.
+    ``batched_inference`` is ``--benchmark-batched-inference``; ``env_args`` is
+    ``--benchmark-env-arg`` (``lerobot:TYPE`` benchmarks: LeRobot's ``--env.FIELD=VALUE``).
     """
     # The keywords by name, as the registry names them (this function's locals at entry).
     given = {API_KEYWORDS[name]: value for name, value in locals().items() if name in API_KEYWORDS}

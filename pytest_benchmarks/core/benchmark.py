@@ -44,6 +44,11 @@ class Benchmark(ABC):
     video_from_cameras: ClassVar[bool] = False
     #: Distributions whose versions the metrics JSON records (the simulator's packages).
     packages: ClassVar[tuple[str, ...]] = ()
+    #: Whether ``--benchmark-env-arg`` fields reach its env config (``bind``).
+    takes_env_args: ClassVar[bool] = False
+
+    def bind(self, env_args: Sequence[tuple[str, str]]) -> None:  # noqa: B027 (optional hook)
+        """Take the run's ``--benchmark-env-arg`` fields before its tasks are listed."""
 
     def missing(self) -> str | None:
         """Why this benchmark cannot run here, or None when its simulator is installed."""

@@ -18,6 +18,9 @@ from pytest_benchmarks.core.tasks import SelectionError, TaskRef, did_you_mean
 
 #: The entry-point group a package names its benchmarks in.
 GROUP = "pytest_benchmarks.benchmarks"
+#: The group of benchmark families, a benchmark per parameter: ``lerobot:TYPE``. The entry
+#: point names a ``Benchmark`` subclass whose ``of(PARAMETER)`` gives the benchmark's class.
+FAMILY_GROUP = "pytest_benchmarks.families"
 
 _REGISTERED: dict[str, type[Benchmark]] = {}
 _INSTANCES: dict[str, Benchmark] = {}
@@ -56,6 +59,22 @@ def _claimants(name: str) -> list[str]:
 def names() -> list[str]:
     """Every benchmark's name, sorted: the installed entry points and the registered ones."""
     return sorted({*_entry_points(), *_REGISTERED})
+
+
+def families() -> list[str]:
+    """The installed benchmark families' prefixes (``lerobot`` for ``lerobot:TYPE``)."""
+    return sorted({ep.name for ep in metadata.entry_points(group=FAMILY_GROUP)})
+
+
+def valid_names() -> str:
+    """The names a user may give, for an error message: the benchmarks, then the families."""
+    return ", ".join([*names(), *(f"{family}:TYPE" for family in families())])
+
+
+def exists(name: str) -> bool:
+    """Whether ``name`` is a benchmark's, or a member's of an installed family."""
+    family, sep, _ = name.partition(":")
+    return name in names() or (bool(sep) and family in families())
 
 
 def get(name: str) -> Benchmark:
@@ -102,9 +121,30 @@ def problem(name: str) -> str | None:
         return str(exc)
 
 
+def _member(name: str) -> type[Benchmark]:
+    """The class of ``FAMILY:PARAMETER`` from its family's entry point."""
+    family, _, parameter = name.partition(":")
+    entry = next(ep for ep in metadata.entry_points(group=FAMILY_GROUP) if ep.name == family)
+    if not parameter:
+        raise SelectionError(f"benchmark {name!r} names no {family} type: {family}:TYPE")
+    try:
+        cls = entry.load()
+        member = cls.of(parameter)
+    except (Exception, SystemExit) as exc:
+        raise BenchmarkLoadError(
+            f"benchmark {name!r} ({FAMILY_GROUP} entry point {entry.value!r}) cannot be loaded: "
+            f"{one_line(exc)}"
+        ) from exc
+    if not (isinstance(member, type) and issubclass(member, Benchmark)):
+        raise BenchmarkLoadError(f"benchmark {name!r}: {entry.value}.of() gave {member!r}")
+    return member
+
+
 def _load(name: str) -> type[Benchmark]:
     if name in _REGISTERED:
         return _REGISTERED[name]
+    if ":" in name and name.partition(":")[0] in families():
+        return _member(name)
     entry = _entry_points().get(name)
     claimants = _claimants(name)
     if len(claimants) > 1:
@@ -113,9 +153,8 @@ def _load(name: str) -> type[Benchmark]:
             f"{'; '.join(claimants)}; uninstall all but one"
         )
     if entry is None:
-        valid = names()
         raise SelectionError(
-            f"unknown benchmark {name!r}{did_you_mean(name, valid)}; valid: {', '.join(valid)}"
+            f"unknown benchmark {name!r}{did_you_mean(name, names())}; valid: {valid_names()}"
         )
     try:
         cls = entry.load()

@@ -3,6 +3,7 @@ are known (observation modes, cameras, rendering, videos, recording)."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 from dataclasses import dataclass, field
 from functools import partial
@@ -29,6 +30,7 @@ def select(options: Settings) -> Selection:
     """Resolve the benchmarks and tasks of a run and check the options that depend on them."""
     unavailable: dict[str, str] = {}
     active: list[str] = []
+    _bind_env_args(options)
     for name in options.envs or catalog.names():
         reason = catalog.problem(name)
         if reason and options.envs:
@@ -60,6 +62,22 @@ def select(options: Settings) -> Selection:
     _check_record(options, tasks)
     excluded = [n for n in catalog.names() if options.envs and n not in options.envs]
     return Selection(tasks, unavailable, excluded)
+
+
+def _bind_env_args(options: Settings) -> None:
+    """Hand ``--benchmark-env-arg`` to the benchmarks that take it; refused where none does."""
+    takers = []
+    for name in options.envs or ():
+        with contextlib.suppress(SelectionError):  # an unloadable one is said by problem()
+            benchmark = catalog.get(name)
+            if benchmark.takes_env_args:
+                benchmark.bind(options.env_args)
+                takers.append(name)
+    if options.env_args and not takers:
+        raise OptionError(
+            "--benchmark-env-arg: sets fields of LeRobot's env config, for lerobot:TYPE "
+            f"benchmarks only; this run has {', '.join(options.envs or ()) or 'none named'}"
+        )
 
 
 def shard_of(

@@ -58,10 +58,10 @@ def _policy(flag: str, value: Any) -> PolicySpec:
 def _benchmarks(flag: str, value: Any) -> tuple[str, ...] | None:
     chosen = values.name_list(flag, value)
     for name in chosen or ():
-        if name not in catalog.names():
+        if not catalog.exists(name):
             raise OptionError(
                 f"{flag}: unknown benchmark {name!r}"
-                f"{did_you_mean(name, catalog.names())}; valid: {', '.join(catalog.names())}"
+                f"{did_you_mean(name, catalog.names())}; valid: {catalog.valid_names()}"
             )
     return chosen
 
@@ -167,6 +167,15 @@ class Settings:
         values.pairs('agentview_image=camera1 or \'{"agentview_image": "camera1"}\''),
         "CAM=NAME[,...]", resume=True, rerun="changed", api="camera_map", dump=values.pairs_json,
         show=values.pairs_text,
+    ))
+    #: lerobot:TYPE benchmarks: fields of LeRobot's env config (``lerobot-eval --env.FIELD``).
+    env_args: tuple[tuple[str, str], ...] = setting((), Option(
+        "lerobot:TYPE benchmarks: set fields of LeRobot's env config as lerobot-eval's "
+        "--env.FIELD=VALUE does, e.g. obs_type=pixels_agent_pos,episode_length=100 (JSON for "
+        "values with commas)",
+        values.pairs('obs_type=pixels_agent_pos or \'{"render_resolution": "[480,480]"}\''),
+        "FIELD=VALUE[,...]|JSON", name="env-arg", resume=True, rerun="changed",
+        snapshot="set", api="env_args", dump=values.pairs_json, show=values.pairs_text,
     ))
     #: LeRobot policies: renames of observation features before the policy's pre-processor
     #: (``lerobot-eval --rename_map``).
@@ -324,6 +333,7 @@ class Settings:
             render=self.render,
             settle_steps=self.settle_steps,
             camera_map=self.camera_map,
+            env_args=self.env_args,
             video=self.video,
             video_dir=str(self.metrics.parent / "videos"),
             privileged=self.policy.expert_based,

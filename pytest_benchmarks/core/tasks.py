@@ -75,6 +75,8 @@ class EnvConfig:
     video_dir: str | None = None
     #: Env camera keys no input of the policy reads: the env renders them black, not the scene.
     blank_cameras: tuple[str, ...] = ()
+    #: Fields of a LeRobot env config (``lerobot:TYPE``), as ``lerobot-eval --env.FIELD=VALUE``.
+    env_args: tuple[tuple[str, str], ...] = ()
 
     # What a policy factory (``module:pkg.mod:factory``) may read about the env without building
     # a simulator, as the benchmark declares it (``Benchmark.describe`` fills them in).

@@ -6,7 +6,7 @@ The hooks stay thin; the work is done by plain functions in the other modules.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 import pytest
@@ -81,13 +81,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     state = get_state(metafunc.config)
     params = []
-    for name in marker.args:
-        if name not in catalog.names():
-            raise pytest.UsageError(
-                f"{metafunc.definition.nodeid}: @{MARKER}({name!r}) names no benchmark; "
-                f"valid: {', '.join(catalog.names())}"
-            )
-        if name in state.excluded:
+    for name in _marked(metafunc, marker.args, state):
+        if name in state.excluded or name not in {*state.selection, *state.unavailable}:
             params.append(pytest.param(_Excluded(name), id=name))
         elif name in state.unavailable:
             params.append(
@@ -98,6 +93,26 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             if not state.selection[name]:
                 params.append(pytest.param(_Excluded(name), id=name))
     metafunc.parametrize("benchmark_task", params, indirect=True)
+
+
+def _marked(metafunc: pytest.Metafunc, names: Sequence[str], state: SessionState) -> list[str]:
+    """The benchmarks a marker names; a family's name (``lerobot``) names each of its members
+    the run selected (``--benchmark-env=lerobot:pusht``)."""
+    found = []
+    for name in names:
+        if name in catalog.families():
+            members = [
+                n for n in (*state.selection, *state.unavailable) if n.startswith(f"{name}:")
+            ]
+            found.extend(members or [name])
+        elif catalog.exists(name):
+            found.append(name)
+        else:
+            raise pytest.UsageError(
+                f"{metafunc.definition.nodeid}: @{MARKER}({name!r}) names no benchmark; "
+                f"valid: {catalog.valid_names()}, or a family: {', '.join(catalog.families())}"
+            )
+    return found
 
 
 def _task_param(state: SessionState, task: TaskRef) -> Any:

@@ -41,6 +41,7 @@ OTHER: dict[str, Any] = {
     "settle_steps": "2",
     "render": "fast",
     "camera_map": "corner2=camera1",
+    "env_args": "obs_type=pixels_agent_pos",
     "rename_map": "observation.image=observation.images.camera1",
     "episode_indices": "1,4",
     "video": "all",

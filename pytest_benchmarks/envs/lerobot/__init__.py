@@ -1,0 +1,1 @@
+"""LeRobot's own env types as benchmarks: ``--benchmark-env=lerobot:TYPE``."""

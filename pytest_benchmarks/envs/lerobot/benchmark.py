@@ -1,0 +1,237 @@
+"""``--benchmark-env=lerobot:TYPE``: any env type LeRobot knows (its built-in ones, and those an
+installed ``lerobot_env_*`` plugin registers) as a benchmark, through LeRobot's own config.
+
+Tasks are what the config's ``create_envs`` lists, named ``TASK_GROUP/TASK_ID`` as
+``lerobot-eval``'s ``eval_info.json`` names them; ``--benchmark-task`` takes LeRobot's task
+strings (``push-v3``, a Meta-World difficulty group, ``PushT-v0``), each expanding to the tasks
+``create_envs`` makes of it, and those names. Without it, the config's default task runs.
+``--benchmark-env-arg FIELD=VALUE`` sets the config's fields as ``lerobot-eval --env.FIELD=VALUE``
+does. Episode *i* is seeded ``seed + i``, as ``lerobot-eval`` seeds it; the step limit is the
+env's own ``_max_episode_steps``, the one ``lerobot-eval``'s rollout stops at.
+
+The observations are the env's own, named as LeRobot's ``preprocess_observation`` names them
+(``observation.image`` or ``observation.images.CAMERA``, ``observation.state``,
+``observation.environment_state``): the layout a LeRobot policy trained on the env reads. The
+env's LeRobot processors (``get_env_processors``) are not applied; they are identity for the
+types run here (PushT, ALOHA, Meta-World, so101), not for LIBERO's (use ``libero``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.util
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+
+from pytest_benchmarks.core.benchmark import Benchmark
+from pytest_benchmarks.core.features import IMAGE_PREFIX, Feature
+from pytest_benchmarks.core.processors import Batch, EnvProcessors
+from pytest_benchmarks.core.tasks import EnvConfig, SelectionError, TaskRef, did_you_mean
+from pytest_benchmarks.envs.lerobot import env as lerobot_env
+
+#: The family's prefix: ``lerobot:TYPE``.
+FAMILY = "lerobot"
+STATE, ENV_STATE, SINGLE_IMAGE = (
+    "observation.state",
+    "observation.environment_state",
+    "observation.image",
+)
+
+
+class LeRobotEnv(Benchmark):
+    """The benchmark of one LeRobot env type; ``of(TYPE)`` makes its class."""
+
+    env_type: ClassVar[str] = ""
+    extra = "lerobot"
+    requires = ("lerobot",)
+    observation_modes = ("lerobot",)
+    takes_env_args = True
+    #: ``--benchmark-env-arg``'s fields, bound by the run's selection (``bind``).
+    env_args: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, env_type: str) -> type[Benchmark]:
+        """The class of ``lerobot:env_type``."""
+        return type(
+            f"LeRobotEnv_{env_type}",
+            (cls,),
+            {"name": f"{FAMILY}:{env_type}", "env_type": env_type},
+        )
+
+    def __init__(self) -> None:
+        self._listed: dict[str | None, list[TaskRef]] = {}
+
+    def bind(self, env_args: Sequence[tuple[str, str]]) -> None:
+        """Use these config fields from now on (tasks listed with others are listed again)."""
+        if tuple(env_args) != self.env_args:
+            self.env_args = tuple(env_args)
+            self._listed.clear()
+
+    def missing(self) -> str | None:
+        if importlib.util.find_spec("lerobot") is None:
+            return f"{self.name} needs LeRobot: pip install 'pytest-benchmarks[lerobot]'"
+        try:
+            self.config(None)
+        except lerobot_env.LeRobotEnvError as exc:
+            return str(exc)
+        return None
+
+    def config(self, task: str | None) -> Any:
+        return lerobot_env.make_config(self.env_type, task, self.env_args)
+
+    def listing(self, task: str | None) -> list[TaskRef]:
+        """The tasks LeRobot's ``create_envs`` makes of the task string ``task`` (None: the
+        config's default)."""
+        if task not in self._listed:
+            config = self.config(task)
+            envs = lerobot_env.vector_envs(config)
+            try:
+                self._listed[task] = [
+                    self._ref(config, str(group), tid, vector.envs[0])
+                    for group, tasks in envs.items()
+                    for tid, vector in tasks.items()
+                ]
+            finally:
+                lerobot_env.close_all(envs)
+        return self._listed[task]
+
+    def _ref(self, config: Any, group: str, tid: Any, env: gym.Env[Any, Any]) -> TaskRef:
+        words = lerobot_env.description(env) or f"{self.name} {group}/{tid}"
+        return TaskRef(self.name, group, str(config.task), _task_id(tid), words, f"{group}/{tid}")
+
+    def tasks(self) -> list[TaskRef]:
+        """The default task's tasks (none where LeRobot cannot make it) and those listed."""
+        with contextlib.suppress(lerobot_env.LeRobotEnvError):
+            self.listing(None)
+        return list({t.id: t for tasks in self._listed.values() for t in tasks}.values())
+
+    def default_selection(self) -> list[TaskRef]:
+        try:
+            return self.listing(None)
+        except lerobot_env.LeRobotEnvError as exc:
+            raise SelectionError(
+                f"{exc}: the config's default task cannot be made; name one with "
+                "--benchmark-task (LeRobot's task string)"
+            ) from None
+
+    def groups(self) -> dict[str, list[str]]:
+        return {}
+
+    def select(self, tokens: Sequence[str]) -> list[TaskRef]:
+        """Task names (``GROUP/ID``) of the default task, or LeRobot task strings."""
+        chosen: dict[str, TaskRef] = {}
+        for raw in tokens:
+            token = raw.removeprefix(f"{self.name}/")
+            by_name = {t.name: t for t in self.tasks()}
+            if token in by_name:
+                chosen[by_name[token].id] = by_name[token]
+                continue
+            try:
+                found = self.listing(token)
+            except lerobot_env.LeRobotEnvError as exc:
+                raise SelectionError(
+                    f"{self.name}: {raw!r} is no task here{did_you_mean(token, by_name)} and "
+                    f"LeRobot makes no env of it ({str(exc).split(': ', 1)[-1]}); tasks: "
+                    f"{', '.join(by_name)}"
+                ) from None
+            chosen.update((t.id, t) for t in found)
+        return list(chosen.values())
+
+    def default_max_steps(self, task: TaskRef) -> int:
+        return self._facts(task)[2]
+
+    def init_state(self, task: TaskRef, episode: int) -> int:
+        return 0
+
+    def _facts(self, task: TaskRef) -> tuple[gym.Space[Any], gym.Space[Any], int]:
+        return _facts(self.env_type, task.task, self.env_args, task.suite, task.task_id)
+
+    def spaces(self, config: EnvConfig) -> tuple[gym.Space[Any], gym.Space[Any]]:
+        observation, action, _ = _facts(
+            self.env_type, config.task.task, config.env_args, config.task.suite,
+            config.task.task_id,
+        )  # fmt: skip
+        return observation, action
+
+    def make_env(self, config: EnvConfig) -> gym.Env[Any, Any]:
+        made = lerobot_env.make_config(self.env_type, config.task.task, config.env_args)
+        return lerobot_env.make_env(made, config.task.suite, config.task.task_id)
+
+    def processors(self, config: EnvConfig) -> EnvProcessors:
+        observation, _ = self.spaces(config)
+        return EnvProcessors(features(observation), config.task.description, [transform])
+
+    def scripted_policy(self, task: TaskRef, num_envs: int) -> Any:
+        raise NotImplementedError(self.scripted_missing(task))
+
+    def scripted_missing(self, task: TaskRef) -> str | None:
+        return (
+            f"no scripted expert for {self.name}: run a policy of your own "
+            "(--benchmark-policy=module:PKG.MOD:FACTORY or lerobot:CHECKPOINT)"
+        )
+
+
+def _task_id(tid: Any) -> int:
+    if isinstance(tid, bool) or not isinstance(tid, int):
+        raise lerobot_env.LeRobotEnvError(f"create_envs gave task id {tid!r}, not a number")
+    return tid
+
+
+@functools.cache
+def _facts(
+    env_type: str, task: str, args: tuple[tuple[str, str], ...], group: str, task_id: int
+) -> tuple[gym.Space[Any], gym.Space[Any], int]:
+    """One env's observation and action spaces and step limit (an env is built, then closed)."""
+    env = lerobot_env.make_env(lerobot_env.make_config(env_type, task, args), group, task_id)
+    try:
+        return env.observation_space, env.action_space, lerobot_env.max_steps(env)
+    finally:
+        env.close()
+
+
+def _keys(space: gym.spaces.Dict) -> dict[str, tuple[tuple[str, ...], gym.Space[Any]]]:
+    """Policy feature name -> (path in the raw observation, its space), as LeRobot's
+    ``preprocess_observation`` names them."""
+    found: dict[str, tuple[tuple[str, ...], gym.Space[Any]]] = {}
+    pixels = space.spaces.get("pixels")
+    if isinstance(pixels, gym.spaces.Dict):
+        for camera, sub in pixels.spaces.items():
+            found[f"{IMAGE_PREFIX}{camera}"] = (("pixels", camera), sub)
+    elif pixels is not None:
+        found[SINGLE_IMAGE] = (("pixels",), pixels)
+    for raw, name in (("agent_pos", STATE), ("environment_state", ENV_STATE)):
+        if raw in space.spaces:
+            found[name] = ((raw,), space.spaces[raw])
+    return found
+
+
+def features(space: gym.Space[Any]) -> dict[str, Feature]:
+    """The features ``transform`` gives from an env with this observation space."""
+    if not isinstance(space, gym.spaces.Dict):
+        raise lerobot_env.LeRobotEnvError(f"the env's observations are {space}, not a dict")
+    return {
+        name: Feature(tuple(sub.shape or ()), "uint8" if is_image else "float32")
+        for name, (_, sub) in _keys(space).items()
+        for is_image in [name.startswith(SINGLE_IMAGE)]
+    }
+
+
+def transform(batch: Batch) -> Batch:
+    """The raw batched observation under LeRobot's feature names; images as they are (HWC
+    uint8), states as float32."""
+    raw = batch["raw"]
+    out: Batch = {}
+    pixels = raw.get("pixels")
+    if isinstance(pixels, dict):
+        for camera, images in pixels.items():
+            out[f"{IMAGE_PREFIX}{camera}"] = np.asarray(images)
+    elif pixels is not None:
+        out[SINGLE_IMAGE] = np.asarray(pixels)
+    for key, name in (("agent_pos", STATE), ("environment_state", ENV_STATE)):
+        if key in raw:
+            out[name] = np.asarray(raw[key], dtype=np.float32)
+    return out

@@ -1,0 +1,138 @@
+"""LeRobot's env configs as this harness's envs: a config of a registered type (built-in, or from
+an installed ``lerobot_env_*`` plugin) made with LeRobot's own ``--env.*`` parsing, its tasks as
+``create_envs`` lists them, and one env of a task taken from that same construction path.
+
+``create_envs(n_envs=1)`` builds a one-env ``SyncVectorEnv`` per task (LeRobot's Meta-World,
+LIBERO and RoboCasa envs build their simulator lazily, on first use); the env is that vector's
+only env, wrapped so that it speaks this harness's protocol: ``reset`` passes LeRobot's "a new
+rollout" option (``NEW_ROLLOUT_OPTION``) and drops the harness's own, and every step's info
+carries ``success`` from LeRobot's ``is_success``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+
+from pytest_benchmarks.core.errors import one_line
+
+
+class LeRobotEnvError(ValueError):
+    """An env type that cannot be made; the message is one line naming what was wrong."""
+
+
+@functools.cache
+def known_types() -> tuple[str, ...]:
+    """Every env type LeRobot knows here, its built-in ones and those installed plugins add."""
+    from lerobot.envs.configs import EnvConfig
+    from lerobot.utils.import_utils import register_third_party_plugins
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        register_third_party_plugins()
+    return tuple(sorted(EnvConfig.get_known_choices()))
+
+
+def make_config(env_type: str, task: str | None, args: Sequence[tuple[str, str]]) -> Any:
+    """LeRobot's config of ``env_type``, its fields set as ``lerobot-eval --env.FIELD=VALUE``
+    sets them (draccus), ``task`` first when given."""
+    import draccus
+    from lerobot.envs.configs import EnvConfig
+
+    types = known_types()
+    if env_type not in types:
+        raise LeRobotEnvError(
+            f"lerobot:{env_type}: LeRobot knows no env type {env_type!r}; known here: "
+            f"{', '.join(types)} (an installed lerobot_env_* package adds its own)"
+        )
+    cls = EnvConfig.get_choice_class(env_type)
+    flags = [f"--task={task}"] if task is not None else []
+    flags += [f"--{name}={value}" for name, value in args]
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            return draccus.parse(config_class=cls, args=flags)
+    except SystemExit:  # draccus's argparse exits on an unknown or malformed field
+        fields = sorted(f for f in cls.__dataclass_fields__ if not f.startswith("_"))
+        raise LeRobotEnvError(
+            f"lerobot:{env_type}: LeRobot's config rejects {' '.join(flags) or 'its defaults'}; "
+            f"its fields: {', '.join(fields)}"
+        ) from None
+    except Exception as exc:
+        raise LeRobotEnvError(f"lerobot:{env_type}: LeRobot's config: {one_line(exc)}") from exc
+
+
+def vector_envs(config: Any) -> dict[str, dict[Any, Any]]:
+    """``create_envs(n_envs=1)``: one-env vectors by task group and task id."""
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # LeRobot prints each env it builds
+            envs: dict[str, dict[Any, Any]] = config.create_envs(n_envs=1, use_async_envs=False)
+    except ModuleNotFoundError as exc:
+        raise LeRobotEnvError(
+            f"lerobot:{config.type}: its simulator is not installed (no module {exc.name!r})"
+        ) from exc
+    except Exception as exc:
+        raise LeRobotEnvError(f"lerobot:{config.type}: create_envs: {one_line(exc)}") from exc
+    return envs
+
+
+def close_all(envs: dict[str, dict[Any, Any]], keep: Any = None) -> None:
+    """Close every vector but ``keep``."""
+    for tasks in envs.values():
+        for vector in tasks.values():
+            if vector is not keep:
+                with contextlib.suppress(Exception):
+                    vector.close()
+
+
+class HarnessProtocol(gym.Wrapper[Any, Any, Any, Any]):
+    """One LeRobot env as the harness steps it (see the module's docstring)."""
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        from lerobot.envs.utils import NEW_ROLLOUT_OPTION
+
+        return self.env.reset(seed=seed, options={NEW_ROLLOUT_OPTION: True})
+
+    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        info["success"] = bool(info.get("is_success", False))
+        return obs, reward, terminated, truncated, info
+
+
+def make_env(config: Any, group: str, task_id: Any) -> gym.Env[Any, Any]:
+    """The one env of task ``group``/``task_id``, from the config's own ``create_envs``."""
+    envs = vector_envs(config)
+    try:
+        vector = envs[group][task_id]
+    except KeyError:
+        close_all(envs)
+        raise LeRobotEnvError(
+            f"lerobot:{config.type}: create_envs made no task {group}/{task_id}"
+        ) from None
+    close_all(envs, keep=vector)
+    return HarnessProtocol(vector.envs[0])
+
+
+def max_steps(env: gym.Env[Any, Any]) -> int:
+    """The step limit ``lerobot-eval``'s rollout uses: the env's ``_max_episode_steps``."""
+    limit = getattr(env, "_max_episode_steps", None) or getattr(
+        env.unwrapped, "_max_episode_steps", None
+    )
+    if limit is None and env.spec is not None:
+        limit = env.spec.max_episode_steps
+    return int(limit or 0)
+
+
+def description(env: gym.Env[Any, Any]) -> str:
+    """The task's words, as ``lerobot-eval`` reads them (``task_description``, else ``task``)."""
+    for name in ("task_description", "task"):
+        with contextlib.suppress(AttributeError, NotImplementedError):
+            value = env.get_wrapper_attr(name)
+            if isinstance(value, str):
+                return value
+    return ""

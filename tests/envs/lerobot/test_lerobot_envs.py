@@ -1,0 +1,150 @@
+"""LeRobot's own env types through the harness (``--benchmark-env=lerobot:TYPE``): made by
+LeRobot's config and ``create_envs``, the same per-episode records as the native benchmarks on
+the same seeds where the envs are the same, the same records at every batch size and under
+xdist, and one line for each way a type cannot be made."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_benchmarks.api import evaluate
+from pytest_benchmarks.core import catalog
+
+pytest.importorskip("lerobot.envs.configs", reason="LeRobot is not installed")
+for _native in ("pusht", "metaworld"):
+    if catalog.get(_native).missing():
+        pytest.skip(catalog.get(_native).missing(), allow_module_level=True)
+
+ROOT = Path(__file__).parents[3]
+
+#: Deterministic policies of the observation alone: the same actions wherever the same
+#: observations come, so equal records mean equal envs.
+POLICIES = '''
+import numpy as np
+
+class Hold:
+    """Holds the robot where it is: the action is the state it reads (clipped)."""
+    def __init__(self, config, num_envs):
+        self.dim, self.low, self.high = (config.action_space.shape[0], config.action_space.low,
+                                         config.action_space.high)
+    def reset(self, slots, seeds):
+        pass
+    def act(self, batch):
+        state = np.asarray(batch["observation.state"], dtype=np.float32)[:, : self.dim]
+        return np.clip(state + 7.0, self.low, self.high).astype(np.float32)
+    def identity(self):
+        return {"source": "module", "id": "hold", "revision": None}
+
+class Zero(Hold):
+    def act(self, batch):
+        return np.zeros((len(batch["task"]), self.dim), np.float32)
+
+def hold(config, num_envs):
+    return Hold(config, num_envs)
+
+def zero(config, num_envs):
+    return Zero(config, num_envs)
+'''
+
+
+@pytest.fixture
+def policies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "mypolicies.py").write_text(POLICIES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def records(result: Any) -> list[tuple[Any, ...]]:
+    """Each episode's outcome but its initial state's number (LeRobot's envs have none)."""
+    return [(e.index, e.seed, e.success, e.steps, e.sum_reward, e.max_reward)
+            for e in result.episodes]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("native", "native_kw", "lerobot_kw", "policy"),
+    [
+        ("pusht", {"obs": "state"}, {"env_args": "obs_type=environment_state_agent_pos"}, "hold"),
+        ("metaworld", {"obs": "lerobot", "tasks": ["push-v3"]}, {"tasks": ["push-v3"]}, "zero"),
+    ],
+)
+def test_the_same_records_as_the_native_benchmark_on_the_same_seeds(
+    policies: Path, native: str, native_kw: dict[str, Any], lerobot_kw: dict[str, Any],
+    policy: str,
+):  # fmt: skip
+    """PushT through LeRobot's PushtEnv (gym-pusht) and Meta-World through LeRobot's own
+    MetaworldEnv give, episode for episode, what the native benchmarks give (Meta-World's in
+    its ``lerobot`` layout, which seeds the scene as LeRobot's env does)."""
+    common = {"policy": f"module:mypolicies:{policy}", "episodes": 3, "max_steps": 15}
+    ours = evaluate(native, **native_kw, **common, metrics=policies / "native.json")
+    theirs = evaluate(f"lerobot:{native}", **lerobot_kw, **common, metrics=policies / "lr.json")
+    (a,), (b,) = ours.results, theirs.results
+    assert a.error is None and b.error is None, (a.error, b.error)
+    assert b.task.id == {"pusht": "lerobot:pusht/pusht/0",
+                         "metaworld": "lerobot:metaworld/push-v3/0"}[native]  # fmt: skip
+    assert [e.seed for e in b.episodes] == [1000, 1001, 1002]
+    assert records(a) == records(b)
+    assert any(e.sum_reward for e in b.episodes)  # the episodes did something
+
+
+def test_records_are_the_same_at_every_batch_size_and_under_xdist(pytester: pytest.Pytester):
+    """A session of ``lerobot:pusht`` (its LeRobot fields from --benchmark-env-arg) at batch 1,
+    batch 2 and under ``-n 2``: the same records; the gate's snapshot written and passed."""
+    pytester.makepyfile(mypolicies=POLICIES)
+    pytester.makepyfile(test_lr=(ROOT / "benchmarks" / "test_lerobot.py").read_text())
+    page = (ROOT / "docs" / "benchmarks" / "lerobot.md").read_text()
+    command = shlex.split(page.split("```bash\n", 1)[1].split("\n```", 1)[0])
+    assert command[:2] == ["pytest", "benchmarks"] and command[-2:] == ["-n", "2"]
+    # The page's command, smaller; -n 2 below, and batch sizes 1 and 2 beside it.
+    args = ["-p", "no:cacheprovider", *command[2:-2], "--benchmark-episodes=4",
+            "--benchmark-max-steps=12"]  # fmt: skip
+    found = []
+    for extra in (["--benchmark-batch-size=1"], ["--benchmark-batch-size=2"], ["-n", "2"]):
+        run = pytester.runpytest_subprocess if "-n" in extra else pytester.runpytest
+        result = run(*args, *extra, "--snapshot-update")
+        result.assert_outcomes(passed=2)
+        document = json.loads((pytester.path / "benchmark-results" / "metrics.json").read_text())
+        (row,) = document["results"]
+        assert row["id"] == "lerobot:pusht/pusht/0"
+        found.append([{k: e[k] for k in ("index", "seed", "success", "steps", "sum_reward")}
+                      for e in row["episodes"]])  # fmt: skip
+    assert found[0] == found[1] == found[2]
+    snapshot = pytester.path / "__benchmark_snapshots__" / "test_lr" / "test_no_regression"
+    assert [p.name for p in snapshot.rglob("*.json")] == ["0.json"]
+    again = pytester.runpytest(*args)  # gated by what was written
+    again.assert_outcomes(passed=2)
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["--benchmark-env=lerobot:nosuch"],
+         "ERROR: --benchmark-env: lerobot:nosuch: LeRobot knows no env type 'nosuch'; known here: "
+         "aloha, *, pusht, *"),
+        (["--benchmark-env=lerobot:pusht", "--benchmark-env-arg=obs_typo=x"],
+         "ERROR: --benchmark-env: lerobot:pusht: LeRobot's config rejects --obs_typo=x; its "
+         "fields: *obs_type*"),
+        (["--benchmark-env=lerobot:robocasa"],
+         "ERROR: --benchmark-task: lerobot:robocasa: its simulator is not installed (no module "
+         "'robocasa*'): the config's default task cannot be made; name one with "
+         "--benchmark-task (LeRobot's task string)"),
+        (["--benchmark-env=lerobot:pusht", "--benchmark-task=PushZ-v9"],
+         "ERROR: --benchmark-task: lerobot:pusht: 'PushZ-v9' is no task here and LeRobot makes "
+         "no env of it (*); tasks: pusht/0"),
+        (["--benchmark-env=metaworld", "--benchmark-env-arg=obs_type=pixels"],
+         "ERROR: --benchmark-env-arg: sets fields of LeRobot's env config, for lerobot:TYPE "
+         "benchmarks only; this run has metaworld"),
+    ],
+)  # fmt: skip
+def test_a_type_that_cannot_be_made_is_one_line(pytester: pytest.Pytester, args, line):
+    pytester.makepyfile(test_lr="import pytest\npytestmark = pytest.mark.benchmark_env('lerobot')\n"
+                                "def test_it(evaluate):\n    evaluate()\n")  # fmt: skip
+    result = pytester.runpytest("-p", "no:cacheprovider", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([line])
+    assert "Traceback" not in result.stderr.str()
