@@ -22,6 +22,11 @@ if TYPE_CHECKING:
     from pytest_benchmarks.core.processors import EnvProcessors
 
 
+#: The classes benchmark families made (``lerobot:pusht``'s), by class name: kept here, in a
+#: module that is imported once per process, so that each stays the one class of its name.
+FAMILY_MEMBERS: dict[str, type[Benchmark]] = {}
+
+
 class Benchmark(ABC):
     """A simulation benchmark: its tasks, how to build their envs and its scripted expert."""
 

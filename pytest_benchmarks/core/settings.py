@@ -174,7 +174,7 @@ class Settings:
         "--env.FIELD=VALUE does, e.g. obs_type=pixels_agent_pos,episode_length=100 (JSON for "
         "values with commas)",
         values.pairs('obs_type=pixels_agent_pos or \'{"render_resolution": "[480,480]"}\''),
-        "FIELD=VALUE[,...]|JSON", name="env-arg", resume=True, rerun="changed",
+        "FIELD=VALUE[,...]|JSON", name="env_arg", resume=True, rerun="changed",
         snapshot="set", api="env_args", dump=values.pairs_json, show=values.pairs_text,
     ))
     #: LeRobot policies: renames of observation features before the policy's pre-processor

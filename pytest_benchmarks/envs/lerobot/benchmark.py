@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
-from pytest_benchmarks.core.benchmark import Benchmark
+from pytest_benchmarks.core.benchmark import FAMILY_MEMBERS, Benchmark
 from pytest_benchmarks.core.features import IMAGE_PREFIX, Feature
 from pytest_benchmarks.core.processors import Batch, EnvProcessors
 from pytest_benchmarks.core.tasks import EnvConfig, SelectionError, TaskRef, did_you_mean
@@ -55,12 +55,15 @@ class LeRobotEnv(Benchmark):
 
     @classmethod
     def of(cls, env_type: str) -> type[Benchmark]:
-        """The class of ``lerobot:env_type``."""
-        return type(
-            f"LeRobotEnv_{env_type}",
-            (cls,),
-            {"name": f"{FAMILY}:{env_type}", "env_type": env_type},
-        )
+        """The class of ``lerobot:env_type``, one per type and found by name in this module, so
+        that it pickles to the processes that step the envs."""
+        name = f"{CLASS_PREFIX}{env_type}"
+        if name not in FAMILY_MEMBERS:
+            FAMILY_MEMBERS[name] = type(name, (cls,), {
+                "name": f"{FAMILY}:{env_type}", "env_type": env_type, "__module__": __name__,
+                "__qualname__": name,
+            })  # fmt: skip
+        return FAMILY_MEMBERS[name]
 
     def __init__(self) -> None:
         self._listed: dict[str | None, list[TaskRef]] = {}
@@ -173,6 +176,18 @@ class LeRobotEnv(Benchmark):
             f"no scripted expert for {self.name}: run a policy of your own "
             "(--benchmark-policy=module:PKG.MOD:FACTORY or lerobot:CHECKPOINT)"
         )
+
+
+#: The name of ``lerobot:TYPE``'s class: ``LeRobotEnv_TYPE``.
+CLASS_PREFIX = "LeRobotEnv_"
+
+
+def __getattr__(name: str) -> type[Benchmark]:
+    """``LeRobotEnv_TYPE``: the class of ``lerobot:TYPE``, made on first use (how a process
+    unpickling one finds it)."""
+    if name.startswith(CLASS_PREFIX):
+        return LeRobotEnv.of(name.removeprefix(CLASS_PREFIX))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _task_id(tid: Any) -> int:

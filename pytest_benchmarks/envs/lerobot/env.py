@@ -6,7 +6,7 @@ an installed ``lerobot_env_*`` plugin) made with LeRobot's own ``--env.*`` parsi
 LIBERO and RoboCasa envs build their simulator lazily, on first use); the env is that vector's
 only env, wrapped so that it speaks this harness's protocol: ``reset`` passes LeRobot's "a new
 rollout" option (``NEW_ROLLOUT_OPTION``) and drops the harness's own, and every step's info
-carries ``success`` from LeRobot's ``is_success``.
+carries ``success`` from LeRobot's ``is_success`` (or gym-hil's ``succeed``).
 """
 
 from __future__ import annotations
@@ -20,6 +20,10 @@ from typing import Any
 import gymnasium as gym
 
 from pytest_benchmarks.core.errors import one_line
+
+#: gym-hil's success key, which its descendants (lerobot-env-so101) report instead of LeRobot's
+#: ``is_success``: read where ``is_success`` is absent (lerobot-eval reads none, and scores 0).
+GYM_HIL_SUCCESS = "succeed"
 
 
 class LeRobotEnvError(ValueError):
@@ -100,7 +104,7 @@ class HarnessProtocol(gym.Wrapper[Any, Any, Any, Any]):
 
     def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
-        info["success"] = bool(info.get("is_success", False))
+        info["success"] = bool(info.get("is_success", info.get(GYM_HIL_SUCCESS, False)))
         return obs, reward, terminated, truncated, info
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import shlex
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,11 +55,12 @@ def zero(config, num_envs):
 
 
 @pytest.fixture
-def policies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def policies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     (tmp_path / "mypolicies.py").write_text(POLICIES)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
-    return tmp_path
+    yield tmp_path
+    sys.modules.pop("mypolicies", None)  # other tests write a module of that name
 
 
 def records(result: Any) -> list[tuple[Any, ...]]:
