@@ -139,7 +139,7 @@ def test_task_selection_and_group(toy_project: pytest.Pytester):
     [
         (
             ["--benchmark-env=nope"],
-            "--benchmark-env: unknown benchmark 'nope'; valid: *metaworld*toy",
+            "--benchmark-env: unknown benchmark 'nope'; valid: *metaworld*toy, lerobot:TYPE",
         ),
         (["--benchmark-env=absent"], "--benchmark-env: absent is not installed*"),
         (["--benchmark-env=toi"], "--benchmark-env: unknown benchmark 'toi' (did you mean toy?)*"),

@@ -99,7 +99,7 @@ def test_records_are_the_same_at_every_batch_size_and_under_xdist(pytester: pyte
     """A session of ``lerobot:pusht`` (its LeRobot fields from --benchmark-env-arg) at batch 1,
     batch 2 and under ``-n 2``: the same records; the gate's snapshot written and passed."""
     pytester.makepyfile(mypolicies=POLICIES)
-    pytester.makepyfile(test_lr=(ROOT / "benchmarks" / "test_lerobot.py").read_text())
+    pytester.makepyfile(test_lr=(ROOT / "benchmarks" / "test_lerobot_types.py").read_text())
     page = (ROOT / "docs" / "benchmarks" / "lerobot.md").read_text()
     command = shlex.split(page.split("```bash\n", 1)[1].split("\n```", 1)[0])
     assert command[:2] == ["pytest", "benchmarks"] and command[-2:] == ["-n", "2"]

@@ -4,7 +4,6 @@ the package's scripted reach-and-close controller as a ``module:`` policy."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import shlex
 from pathlib import Path
@@ -16,10 +15,6 @@ import pytest
 
 pytest.importorskip("lerobot.envs.configs", reason="LeRobot is not installed")
 pytest.importorskip("lerobot_env_so101", reason="pytest-benchmarks[so101] is not installed")
-# Imported here, so that the in-process sessions below do not unload it (pytester restores
-# sys.modules after each): gymnasium cloudpickles each slot's env maker to its worker, and a
-# class whose module is not in sys.modules is pickled by value.
-importlib.import_module("pytest_benchmarks.envs.lerobot.benchmark")
 
 ROOT = Path(__file__).parents[3]
 #: The package's controller, a pure function of the 17 state values (agent_pos, then the
