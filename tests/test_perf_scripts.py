@@ -98,3 +98,11 @@ def test_journal_cost_runs_the_main_job_with_and_without_the_journal():
     assert re.search(r"^median wall: journal on [\d.]+ s, off [\d.]+ s, ratio [\d.]+$", out, re.M)
     # A header, and for the task a start, two episodes and an end.
     assert re.search(r"^journal writes: [\d.]+ s for 5 lines \([\d.]+ ms per line", out, re.M), out
+
+
+def test_lerobot_envs_compares_each_type_with_its_native_benchmark_on_the_same_episodes():
+    out = run("lerobot_envs.py", "--episodes", "1", "--steps", "3", "--rounds", "1")
+    for pair, native, lerobot in (("pusht", "pusht", "lerobot:pusht"),
+                                  ("metaworld push-v3", "metaworld", "lerobot:metaworld")):  # fmt: skip
+        line = next(x for x in out.splitlines() if x.startswith(f"{pair}: median"))
+        assert f"{lerobot} / {native}: " in line and line.endswith("records equal: True"), out

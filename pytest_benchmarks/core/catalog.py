@@ -93,6 +93,12 @@ def get(name: str) -> Benchmark:
 
 def _where(name: str) -> str:
     entry = _entry_points().get(name)
+    family = name.partition(":")[0]
+    if entry is None and ":" in name and family in families():
+        value = next(
+            ep.value for ep in metadata.entry_points(group=FAMILY_GROUP) if ep.name == family
+        )
+        return f"{FAMILY_GROUP} entry point {value!r}"
     return "registered in code" if entry is None else f"{GROUP} entry point {entry.value!r}"
 
 

@@ -116,10 +116,8 @@ class LeRobotEnv(Benchmark):
         try:
             return self.listing(None)
         except lerobot_env.LeRobotEnvError as exc:
-            raise SelectionError(
-                f"{exc}: the config's default task cannot be made; name one with "
-                "--benchmark-task (LeRobot's task string)"
-            ) from None
+            raise SelectionError(f"{exc} (the config's default task; --benchmark-task names "
+                                 "another, as LeRobot's --env.task does)") from None  # fmt: skip
 
     def groups(self) -> dict[str, list[str]]:
         return {}
@@ -200,10 +198,15 @@ def _task_id(tid: Any) -> int:
 def _facts(
     env_type: str, task: str, args: tuple[tuple[str, str], ...], group: str, task_id: int
 ) -> tuple[gym.Space[Any], gym.Space[Any], int]:
-    """One env's observation and action spaces and step limit (an env is built, then closed)."""
+    """One env's observation and action spaces and step limit. An env is built and reset once,
+    then closed: LeRobot's lazy envs build their simulator on the first reset, so a missing one
+    is said here, at the session's start, not as every task's error."""
     env = lerobot_env.make_env(lerobot_env.make_config(env_type, task, args), group, task_id)
     try:
+        env.reset(seed=0)
         return env.observation_space, env.action_space, lerobot_env.max_steps(env)
+    except Exception as exc:
+        raise lerobot_env.made_error(env_type, "its env's first reset", exc) from exc
     finally:
         env.close()
 

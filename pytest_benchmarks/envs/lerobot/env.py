@@ -74,13 +74,23 @@ def vector_envs(config: Any) -> dict[str, dict[Any, Any]]:
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # LeRobot prints each env it builds
             envs: dict[str, dict[Any, Any]] = config.create_envs(n_envs=1, use_async_envs=False)
-    except ModuleNotFoundError as exc:
-        raise LeRobotEnvError(
-            f"lerobot:{config.type}: its simulator is not installed (no module {exc.name!r})"
-        ) from exc
     except Exception as exc:
-        raise LeRobotEnvError(f"lerobot:{config.type}: create_envs: {one_line(exc)}") from exc
+        raise made_error(config.type, "create_envs", exc) from exc
     return envs
+
+
+def made_error(env_type: str, what: str, exc: BaseException) -> LeRobotEnvError:
+    """The one line for an env LeRobot could not make: a missing simulator named as such."""
+    if isinstance(exc, ModuleNotFoundError):
+        missing = repr(exc.name) if exc.name else one_line(exc)
+        return LeRobotEnvError(f"lerobot:{env_type}: its simulator is not installed ({missing})")
+    if isinstance(exc, EOFError):  # LIBERO asks for its paths on stdin at its first import
+        return LeRobotEnvError(
+            f"lerobot:{env_type}: {what} asked a question on stdin (LIBERO's first-run prompt); "
+            "this project's own LIBERO benchmark answers it: --benchmark-env=libero "
+            "--benchmark-obs=lerobot gives LeRobot's layout"
+        )
+    return LeRobotEnvError(f"lerobot:{env_type}: {what}: {one_line(exc)}")
 
 
 def close_all(envs: dict[str, dict[Any, Any]], keep: Any = None) -> None:

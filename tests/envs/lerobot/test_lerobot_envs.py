@@ -133,9 +133,12 @@ def test_records_are_the_same_at_every_batch_size_and_under_xdist(pytester: pyte
          "ERROR: --benchmark-env: lerobot:pusht: LeRobot's config rejects --obs_typo=x; its "
          "fields: *obs_type*"),
         (["--benchmark-env=lerobot:robocasa"],
-         "ERROR: --benchmark-task: lerobot:robocasa: its simulator is not installed (no module "
-         "'robocasa*'): the config's default task cannot be made; name one with "
-         "--benchmark-task (LeRobot's task string)"),
+         "ERROR: --benchmark-task: lerobot:robocasa: its simulator is not installed "
+         "('robocasa*') (the config's default task; --benchmark-task names another, as "
+         "LeRobot's --env.task does)"),
+        (["--benchmark-env=lerobot:vlabench"],  # LeRobot's env is lazy: said at its first reset
+         "ERROR: --benchmark-env: benchmark 'lerobot:vlabench' (pytest_benchmarks.families entry "
+         "point *): *lerobot:vlabench: its simulator is not installed ('VLABench')"),
         (["--benchmark-env=lerobot:pusht", "--benchmark-task=PushZ-v9"],
          "ERROR: --benchmark-task: lerobot:pusht: 'PushZ-v9' is no task here and LeRobot makes "
          "no env of it (*); tasks: pusht/0"),
