@@ -68,6 +68,14 @@ class LeRobotEnv(Benchmark):
     def __init__(self) -> None:
         self._listed: dict[str | None, list[TaskRef]] = {}
 
+    @property
+    def fps(self) -> int:  # type: ignore[override]
+        """The config's control rate (a recorded dataset's fps), 30 where it cannot be made."""
+        try:
+            return int(self.config(None).fps)
+        except lerobot_env.LeRobotEnvError:
+            return 30
+
     def bind(self, env_args: Sequence[tuple[str, str]]) -> None:
         """Use these config fields from now on (tasks listed with others are listed again)."""
         if tuple(env_args) != self.env_args:

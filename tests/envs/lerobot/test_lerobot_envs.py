@@ -107,7 +107,9 @@ def test_records_are_the_same_at_every_batch_size_and_under_xdist(pytester: pyte
     args = ["-p", "no:cacheprovider", *command[2:-2], "--benchmark-episodes=4",
             "--benchmark-max-steps=12"]  # fmt: skip
     found = []
-    for extra in (["--benchmark-batch-size=1"], ["--benchmark-batch-size=2"], ["-n", "2"]):
+    runs = (["--benchmark-batch-size=1", "--benchmark-record=rec"],
+            ["--benchmark-batch-size=2", "--benchmark-video=all"], ["-n", "2"])  # fmt: skip
+    for extra in runs:
         run = pytester.runpytest_subprocess if "-n" in extra else pytester.runpytest
         result = run(*args, *extra, "--snapshot-update")
         result.assert_outcomes(passed=2)
@@ -117,6 +119,11 @@ def test_records_are_the_same_at_every_batch_size_and_under_xdist(pytester: pyte
         found.append([{k: e[k] for k in ("index", "seed", "success", "steps", "sum_reward")}
                       for e in row["episodes"]])  # fmt: skip
     assert found[0] == found[1] == found[2]
+    # Recorded at LeRobot's PushT rate; a video per episode.
+    info = json.loads((pytester.path / "rec" / "meta" / "info.json").read_text())
+    assert (info["fps"], info["total_episodes"]) == (10, 4)
+    videos = pytester.path / "benchmark-results" / "videos" / "lerobot:pusht" / "pusht" / "0"
+    assert sorted(p.name for p in videos.iterdir()) == [f"episode_{i:04d}.mp4" for i in range(4)]
     snapshot = pytester.path / "__benchmark_snapshots__" / "test_lr" / "test_no_regression"
     assert [p.name for p in snapshot.rglob("*.json")] == ["0.json"]
     again = pytester.runpytest(*args)  # gated by what was written
