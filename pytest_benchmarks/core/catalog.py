@@ -66,6 +66,13 @@ def families() -> list[str]:
     return sorted({ep.name for ep in metadata.entry_points(group=FAMILY_GROUP)})
 
 
+def _family_entry(name: str) -> metadata.EntryPoint | None:
+    """The family entry point of a ``FAMILY:PARAMETER`` name, or None."""
+    family, sep, _ = name.partition(":")
+    found = (ep for ep in metadata.entry_points(group=FAMILY_GROUP) if ep.name == family)
+    return next(found, None) if sep else None
+
+
 def valid_names() -> str:
     """The names a user may give, for an error message: the benchmarks, then the families."""
     return ", ".join([*names(), *(f"{family}:TYPE" for family in families())])
@@ -73,8 +80,7 @@ def valid_names() -> str:
 
 def exists(name: str) -> bool:
     """Whether ``name`` is a benchmark's, or a member's of an installed family."""
-    family, sep, _ = name.partition(":")
-    return name in names() or (bool(sep) and family in families())
+    return name in names() or _family_entry(name) is not None
 
 
 def get(name: str) -> Benchmark:
@@ -92,13 +98,10 @@ def get(name: str) -> Benchmark:
 
 
 def _where(name: str) -> str:
+    member = _family_entry(name)
+    if member is not None:
+        return f"{FAMILY_GROUP} entry point {member.value!r}"
     entry = _entry_points().get(name)
-    family = name.partition(":")[0]
-    if entry is None and ":" in name and family in families():
-        value = next(
-            ep.value for ep in metadata.entry_points(group=FAMILY_GROUP) if ep.name == family
-        )
-        return f"{FAMILY_GROUP} entry point {value!r}"
     return "registered in code" if entry is None else f"{GROUP} entry point {entry.value!r}"
 
 
@@ -127,10 +130,9 @@ def problem(name: str) -> str | None:
         return str(exc)
 
 
-def _member(name: str) -> type[Benchmark]:
+def _member(name: str, entry: metadata.EntryPoint) -> type[Benchmark]:
     """The class of ``FAMILY:PARAMETER`` from its family's entry point."""
     family, _, parameter = name.partition(":")
-    entry = next(ep for ep in metadata.entry_points(group=FAMILY_GROUP) if ep.name == family)
     if not parameter:
         raise SelectionError(f"benchmark {name!r} names no {family} type: {family}:TYPE")
     try:
@@ -149,8 +151,9 @@ def _member(name: str) -> type[Benchmark]:
 def _load(name: str) -> type[Benchmark]:
     if name in _REGISTERED:
         return _REGISTERED[name]
-    if ":" in name and name.partition(":")[0] in families():
-        return _member(name)
+    member = _family_entry(name)
+    if member is not None:
+        return _member(name, member)
     entry = _entry_points().get(name)
     claimants = _claimants(name)
     if len(claimants) > 1:

@@ -18,10 +18,9 @@ types run here (PushT, ALOHA, Meta-World, so101), not for LIBERO's (use ``libero
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib.util
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -67,6 +66,7 @@ class LeRobotEnv(Benchmark):
 
     def __init__(self) -> None:
         self._listed: dict[str | None, list[TaskRef]] = {}
+        self._default_error: lerobot_env.LeRobotEnvError | None = None
 
     @property
     def fps(self) -> int:  # type: ignore[override]
@@ -81,6 +81,7 @@ class LeRobotEnv(Benchmark):
         if tuple(env_args) != self.env_args:
             self.env_args = tuple(env_args)
             self._listed.clear()
+            self._default_error = None
 
     def missing(self) -> str | None:
         if importlib.util.find_spec("lerobot") is None:
@@ -116,12 +117,17 @@ class LeRobotEnv(Benchmark):
 
     def tasks(self) -> list[TaskRef]:
         """The default task's tasks (none where LeRobot cannot make it) and those listed."""
-        with contextlib.suppress(lerobot_env.LeRobotEnvError):
-            self.listing(None)
+        if self._default_error is None:
+            try:
+                self.listing(None)
+            except lerobot_env.LeRobotEnvError as exc:
+                self._default_error = exc  # said by default_selection, not tried again
         return list({t.id: t for tasks in self._listed.values() for t in tasks}.values())
 
     def default_selection(self) -> list[TaskRef]:
         try:
+            if self._default_error is not None:
+                raise self._default_error
             return self.listing(None)
         except lerobot_env.LeRobotEnvError as exc:
             raise SelectionError(f"{exc} (the config's default task; --benchmark-task names "
@@ -172,7 +178,8 @@ class LeRobotEnv(Benchmark):
 
     def processors(self, config: EnvConfig) -> EnvProcessors:
         observation, _ = self.spaces(config)
-        return EnvProcessors(features(observation), config.task.description, [transform])
+        steps = [transform_for(observation)]
+        return EnvProcessors(features(observation), config.task.description, steps)
 
     def scripted_policy(self, task: TaskRef, num_envs: int) -> Any:
         raise NotImplementedError(self.scripted_missing(task))
@@ -219,9 +226,11 @@ def _facts(
         env.close()
 
 
-def _keys(space: gym.spaces.Dict) -> dict[str, tuple[tuple[str, ...], gym.Space[Any]]]:
+def _keys(space: gym.Space[Any]) -> dict[str, tuple[tuple[str, ...], gym.Space[Any]]]:
     """Policy feature name -> (path in the raw observation, its space), as LeRobot's
     ``preprocess_observation`` names them."""
+    if not isinstance(space, gym.spaces.Dict):
+        raise lerobot_env.LeRobotEnvError(f"the env's observations are {space}, not a dict")
     found: dict[str, tuple[tuple[str, ...], gym.Space[Any]]] = {}
     pixels = space.spaces.get("pixels")
     if isinstance(pixels, gym.spaces.Dict):
@@ -236,28 +245,28 @@ def _keys(space: gym.spaces.Dict) -> dict[str, tuple[tuple[str, ...], gym.Space[
 
 
 def features(space: gym.Space[Any]) -> dict[str, Feature]:
-    """The features ``transform`` gives from an env with this observation space."""
-    if not isinstance(space, gym.spaces.Dict):
-        raise lerobot_env.LeRobotEnvError(f"the env's observations are {space}, not a dict")
+    """The features ``transform_for(space)`` gives: images as they are (HWC uint8), states as
+    float32."""
     return {
-        name: Feature(tuple(sub.shape or ()), "uint8" if is_image else "float32")
+        name: Feature(
+            tuple(sub.shape or ()), "uint8" if name.startswith(SINGLE_IMAGE) else "float32"
+        )
         for name, (_, sub) in _keys(space).items()
-        for is_image in [name.startswith(SINGLE_IMAGE)]
     }
 
 
-def transform(batch: Batch) -> Batch:
-    """The raw batched observation under LeRobot's feature names; images as they are (HWC
-    uint8), states as float32."""
-    raw = batch["raw"]
-    out: Batch = {}
-    pixels = raw.get("pixels")
-    if isinstance(pixels, dict):
-        for camera, images in pixels.items():
-            out[f"{IMAGE_PREFIX}{camera}"] = np.asarray(images)
-    elif pixels is not None:
-        out[SINGLE_IMAGE] = np.asarray(pixels)
-    for key, name in (("agent_pos", STATE), ("environment_state", ENV_STATE)):
-        if key in raw:
-            out[name] = np.asarray(raw[key], dtype=np.float32)
-    return out
+def transform_for(space: gym.Space[Any]) -> Callable[[Batch], Batch]:
+    """The step that puts the raw batched observation under LeRobot's feature names."""
+    found = features(space)
+    paths = {name: path for name, (path, _) in _keys(space).items()}
+
+    def transform(batch: Batch) -> Batch:
+        out: Batch = {}
+        for name, path in paths.items():
+            value = batch["raw"]
+            for key in path:
+                value = value[key]
+            out[name] = np.asarray(value, dtype=found[name].dtype)
+        return out
+
+    return transform

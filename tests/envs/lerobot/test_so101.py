@@ -102,7 +102,7 @@ class _Reporting(gym.Env[np.ndarray, np.ndarray]):
 
 
 @pytest.mark.parametrize("key", ["is_success", "succeed"])
-def test_success_is_leRobots_is_success_or_gym_hils_succeed(key: str):
+def test_success_is_lerobots_is_success_or_gym_hils_succeed(key: str):
     """so101's env says ``succeed`` (gym-hil's key), not LeRobot's ``is_success``: the harness
     reads either; a reset carries LeRobot's "a new rollout" option, not the harness's own."""
     from lerobot.envs.utils import NEW_ROLLOUT_OPTION
