@@ -11,8 +11,9 @@ metrics JSON is written with ``partial`` and the exit status:
 
 - A session without xdist, and each xdist worker, raises on the first signal: ``Terminated``
   (a KeyboardInterrupt) for SIGTERM, KeyboardInterrupt for SIGINT; pytest and the plugin then
-  take their Ctrl-C path. A worker ignores the SIGTERM its controller passes on after the
-  group's SIGINT reached it: that is the same Ctrl-C, not a second one.
+  take their Ctrl-C path. A worker ignores a SIGTERM after its first signal: that is its
+  controller passing on the stop the worker is already in (after a group's SIGINT, SIGHUP or
+  SIGTERM), not a second request.
 - xdist's controller does not raise on the first signal, which would stop it listening to its
   workers: it passes SIGTERM on to them, they hand over what they finished, and xdist ends the
   session as interrupted. A second Ctrl-C (or SIGTERM) there ends the session at once.
@@ -95,8 +96,11 @@ def install(role: str) -> Callable[[], None]:
                 )
                 return  # keep listening to the workers
             _raise_for(signum)
-        if role == "worker" and first != signal.SIGTERM and signum == signal.SIGTERM:
-            return  # the controller passing on the Ctrl-C or hangup this worker stops for
+        if role == "worker" and signum == signal.SIGTERM:
+            # The controller passing on the stop this worker is already in (a group's SIGTERM
+            # reaches a worker twice: from the sender and from its controller); a hung worker
+            # is ended by the deadline's SIGKILL, its episodes kept by the journal.
+            return
         restore()  # a second request: as if no handler were set
         if signum != signal.SIGINT:
             os.kill(os.getpid(), signum)

@@ -156,8 +156,9 @@ def test_a_signal_to_the_process_group_keeps_every_finished_episode(
     toy_project: pytest.Pytester, signum: signal.Signals
 ):
     """SIGHUP (a closed terminal) or SIGTERM (a CI runner) to the whole process group under
-    -n 2: the session writes every finished episode and exits as interrupted; a worker that the
-    controller's passed-on SIGTERM ends at once still leaves its episodes (the journal's)."""
+    -n 2: the session writes every finished episode and exits as interrupted. Each worker gets
+    the signal twice (from the group and from its controller) and stops once, never killed by
+    the second: xdist would otherwise replace it and the session run on."""
     metrics = toy_project.path / "run.json"
     session = start(toy_project, "-n", "2", f"--benchmark-metrics={metrics}", hold_at=HOLD)
     held(toy_project, session)
@@ -169,7 +170,7 @@ def test_a_signal_to_the_process_group_keeps_every_finished_episode(
     assert document["run"]["partial"] is True
     walk = rows(metrics)["toy/walk"]
     assert [e["index"] for e in walk["episodes"]][:3] == [0, 1, 2], walk
-    assert walk["error"].startswith((f"Terminated: {signum.name}", "WorkerCrashed")), walk
+    assert walk["error"].startswith(f"Terminated: {signum.name}"), walk
 
 
 def _result(episodes: int) -> TaskResult:
