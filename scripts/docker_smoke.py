@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import yaml
@@ -69,7 +69,6 @@ class Figures:
     tasks: int = 0
     episodes: int = 0
     successes: int = 0
-    steps: dict[str, float] = field(default_factory=dict)
 
 
 def say(line: str) -> None:
@@ -228,7 +227,7 @@ def build_wheels(benchmark: str, figures: Figures, log: Path) -> Path:
     """Every wheel the image's install needs, its build backend and pip included."""
     python = image_python()
     folder = WHEELS / benchmark
-    shutil.rmtree(ROOT / folder, ignore_errors=True)
+    shutil.rmtree(ROOT / WHEELS, ignore_errors=True)  # all of it is in the build context
     extras = extras_of(benchmark)
     say(f"building the {benchmark} image's wheels with {python} (.[{extras}])")
     started = time.monotonic()
