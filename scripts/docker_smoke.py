@@ -244,6 +244,13 @@ def build_wheels(benchmark: str, figures: Figures, log: Path) -> Path:
     ]
     built = run([*args, f".[{extras}]", "setuptools>=77", "pip"], log, cwd=ROOT)
     if built.returncode != 0:
+        sources = re.findall(r"Failed building wheel for (\S+)", log.read_text(errors="replace"))
+        if sources:
+            raise Failed(
+                f"the {benchmark} image's wheels could not be built: {', '.join(sources)} "
+                f"{'has' if len(sources) == 1 else 'have'} no {PYTHON} wheel on the index, and "
+                f"the source does not build here (log: {log})"
+            )
         raise failure(f"the {benchmark} image's wheels could not be built", log)
     wheels = list((ROOT / folder).glob("*.whl"))
     figures.wheels, figures.wheels_s = len(wheels), time.monotonic() - started
