@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -161,3 +162,65 @@ def test_a_type_that_cannot_be_made_is_one_line(pytester: pytest.Pytester, args,
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([line])
     assert "Traceback" not in result.stderr.str()
+
+
+#: Zero actions, but a Ctrl-C at reach-v3's third episode unless the file ``calm`` exists
+#: (which it then writes): one interruption.
+FLAKY = """
+from pathlib import Path
+import numpy as np
+
+class Zero:
+    def __init__(self, config, num_envs):
+        self.task, self.dim = config.task.name, config.action_space.shape[0]
+    def reset(self, slots, seeds):
+        if "reach-v3" in self.task and 1002 in seeds and not Path("calm").exists():
+            Path("calm").touch()
+            raise KeyboardInterrupt
+    def act(self, batch):
+        return np.zeros((len(batch["task"]), self.dim), np.float32)
+    def identity(self):
+        return {"source": "module", "id": "zero", "revision": None}
+
+def make(config, num_envs):
+    return Zero(config, num_envs)
+"""
+
+
+def test_shards_merge_and_a_resumed_run_equal_the_whole_run(pytester: pytest.Pytester):
+    """lerobot:metaworld over two tasks: the two shards, merged by the CLI, and a run cut by a
+    Ctrl-C then resumed, hold the uninterrupted run's records, episode for episode."""
+    pytester.makepyfile(flaky=FLAKY)
+    pytester.makepyfile(test_lr=(ROOT / "benchmarks" / "test_lerobot_types.py").read_text())
+    args = ["-p", "no:cacheprovider", "--benchmark-env=lerobot:metaworld", "-k", "test_rollout",
+            "--benchmark-task=push-v3,reach-v3", "--benchmark-episodes=4",
+            "--benchmark-max-steps=10", "--benchmark-policy=module:flaky:make"]  # fmt: skip
+
+    def outcomes(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+        document = json.loads(path.read_text())
+        return {row["id"]: [(e["index"], e["seed"], e["success"], e["steps"], e["sum_reward"])
+                            for e in row["episodes"]] for row in document["results"]}  # fmt: skip
+
+    (pytester.path / "calm").touch()
+    pytester.runpytest(*args, "--benchmark-metrics=whole.json").assert_outcomes(passed=2)
+    whole = outcomes(pytester.path / "whole.json")
+    assert sorted(whole) == ["lerobot:metaworld/push-v3/0", "lerobot:metaworld/reach-v3/0"]
+    for i in (1, 2):
+        shard = pytester.runpytest(
+            *args, f"--benchmark-shard={i}/2", f"--benchmark-metrics={i}.json"
+        )
+        shard.assert_outcomes(passed=1)
+    cli = Path(sys.executable).parent / "pytest-benchmarks"
+    merged = subprocess.run([str(cli), "merge", "1.json", "2.json", "-o", "merged.json"],
+                            cwd=pytester.path, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert merged.returncode == 0, merged.stderr
+    assert outcomes(pytester.path / "merged.json") == whole
+
+    (pytester.path / "calm").unlink()
+    cut = pytester.runpytest_subprocess(*args, "--benchmark-metrics=run.json")
+    assert cut.ret == pytest.ExitCode.INTERRUPTED
+    assert json.loads((pytester.path / "run.json").read_text())["run"]["partial"] is True
+    resumed = pytester.runpytest(*args, "--benchmark-metrics=run.json", "--benchmark-resume")
+    resumed.assert_outcomes(passed=2)
+    resumed.stdout.fnmatch_lines(["resume: * kept from *run.json*"])
+    assert outcomes(pytester.path / "run.json") == whole
