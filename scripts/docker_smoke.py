@@ -8,11 +8,11 @@ folder built here with a Python 3.13 from the project's own requirements. The wo
 "Smoke run" and "Report" steps are then run as written, and the metrics JSON the container wrote
 to the mounted folder is checked.
 
-    python scripts/docker_smoke.py [BENCHMARK ...] [--host]
+    python scripts/docker_smoke.py [BENCHMARK ...] [--host] [--out DIR]
 
 Exit status: 0 when every image built and its smoke job passed, or when Docker cannot be had here
 (the line says why: the step is skipped); 1 when a base, a wheel folder, an image or a smoke job
-failed (one line each, naming the log).
+failed (one line each, naming its log where there is one).
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from pathlib import Path
 
 import yaml
 
+from pytest_benchmarks.metrics import runs
+
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github/workflows/benchmark_tests.yml"
 BASE = "local/debian:trixie"
@@ -50,6 +52,15 @@ class Skip(Exception):
 
 class Failed(Exception):
     """A base, wheel folder, image or smoke job failed; the message is the one line to show."""
+
+
+@dataclass(frozen=True)
+class SmokeJob:
+    """The workflow's smoke job for one benchmark: its matrix entry and its two steps' scripts."""
+
+    entry: dict[str, str]
+    smoke: str
+    report: str
 
 
 @dataclass
@@ -156,12 +167,13 @@ def ensure_base(log: Path) -> float | None:
     if run(["docker", "image", "inspect", BASE]).returncode == 0:
         say(f"base {BASE}: present")
         return None
+    started = time.monotonic()
     if run(["docker", "pull", f"debian:{SUITE}"], log).returncode == 0:
         say(f"base {BASE}: pulled debian:{SUITE}")
         tagged = run(["docker", "tag", f"debian:{SUITE}", BASE], log)
         if tagged.returncode != 0:
             raise failure(f"the base {BASE} cannot be made: docker tag failed", log)
-        return None
+        return time.monotonic() - started
     if shutil.which("debootstrap") is None and not apt_install(["debootstrap"], log):
         raise Failed(
             f"the base {BASE} cannot be made: no debootstrap (installing it needs root, apt-get)"
@@ -169,7 +181,6 @@ def ensure_base(log: Path) -> float | None:
     if not as_root():
         raise Failed(f"the base {BASE} cannot be made: debootstrap needs root")
     say(f"making the base {BASE} with debootstrap ({SUITE}, {MIRROR})")
-    started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="debootstrap-") as root:
         made = run(["debootstrap", "--variant=minbase", SUITE, root, MIRROR], log)
         if made.returncode != 0:
@@ -279,7 +290,7 @@ def build_image(benchmark: str, wheels: Path, figures: Figures, log: Path) -> st
     return tag
 
 
-def smoke_job(benchmark: str) -> dict[str, object]:
+def smoke_job(benchmark: str) -> SmokeJob:
     """The workflow's smoke job: its matrix entry for the benchmark and its steps."""
     jobs = yaml.safe_load(WORKFLOW.read_text())["jobs"]
     matrix = jobs["smoke"]["strategy"]["matrix"]["include"]
@@ -288,11 +299,7 @@ def smoke_job(benchmark: str) -> dict[str, object]:
         names = ", ".join(e["benchmark"] for e in matrix)
         raise Failed(f"{WORKFLOW.name} has no smoke job for {benchmark!r} (it has: {names})")
     steps = {step.get("name"): step.get("run") for step in jobs["smoke"]["steps"]}
-    return {
-        "entry": entry,
-        "smoke": steps["Smoke run (one episode per task)"],
-        "report": steps["Report"],
-    }
+    return SmokeJob(entry, steps["Smoke run (one episode per task)"], steps["Report"])
 
 
 def run_step(script: str, env: dict[str, str], cwd: Path, log: Path) -> tuple[int, float]:
@@ -309,17 +316,19 @@ def check_results(benchmark: str, results: Path, figures: Figures) -> None:
     metrics = results / "metrics.json"
     if not metrics.is_file():
         raise Failed(f"the {benchmark} smoke job wrote no {metrics}")
-    data = json.loads(metrics.read_text())
-    rows = data.get("results", [])
-    envs = sorted({row.get("env") for row in rows})
+    try:
+        data = runs.load(metrics)
+    except runs.InputError as exc:
+        raise Failed(str(exc)) from None
+    rows = data["results"]
+    envs = sorted({row["env"] for row in rows})
     if envs != [benchmark]:
         raise Failed(f"{metrics}: expected {benchmark}'s tasks, found {len(rows)} tasks of {envs}")
-    empty = [row["id"] for row in rows if row.get("n_episodes", 0) < 1]
-    if empty or data["overall"].get("n_errors"):
-        raise Failed(
-            f"{metrics}: tasks with no finished episode: "
-            f"{', '.join(empty[:5]) or data['overall']['n_errors']}"
-        )
+    empty = [row["id"] for row in rows if row["n_episodes"] < 1]
+    if empty:
+        raise Failed(f"{metrics}: tasks with no finished episode: {', '.join(empty[:5])}")
+    if data["overall"]["n_errors"]:
+        raise Failed(f"{metrics}: {data['overall']['n_errors']} tasks ended with an error")
     figures.tasks = len(rows)
     figures.episodes = sum(row["n_episodes"] for row in rows)
     figures.successes = sum(row["successes"] for row in rows)
@@ -330,10 +339,9 @@ def check_results(benchmark: str, results: Path, figures: Figures) -> None:
         raise Failed(f"{results / 'junit.xml'}: {bad} failed or erroneous tests")
 
 
-def host_smoke(job: dict[str, object], cwd: Path, log: Path) -> float:
+def host_smoke(job: SmokeJob, cwd: Path, log: Path) -> float:
     """The same pytest command on this machine's .venv, for the time beside the container's."""
-    entry = job["entry"]
-    assert isinstance(entry, dict)
+    entry = job.entry
     pytest = ROOT / ".venv/bin/pytest"
     args = [
         str(pytest),
@@ -363,8 +371,7 @@ def check(benchmark: str, host: bool, out_root: Path) -> Figures:
         build_image(benchmark, wheels, figures, out / "build.log")
     finally:
         shutil.rmtree(ROOT / wheels, ignore_errors=True)
-    entry = job["entry"]
-    assert isinstance(entry, dict)
+    entry = job.entry
     env = {
         "BENCHMARK": benchmark,
         "TESTS": entry["tests"],
@@ -372,12 +379,12 @@ def check(benchmark: str, host: bool, out_root: Path) -> Figures:
         "GITHUB_STEP_SUMMARY": str(out / "summary.md"),
     }
     say(f"running the workflow's smoke job in a container: {entry['tests']} {entry['args']}")
-    rc, figures.smoke_s = run_step(str(job["smoke"]), env, out, out / "smoke.log")
+    rc, figures.smoke_s = run_step(job.smoke, env, out, out / "smoke.log")
     if rc != 0:
         raise failure(
             f"the {benchmark} smoke job failed in its container (exit {rc})", out / "smoke.log"
         )
-    rc, figures.report_s = run_step(str(job["report"]), env, out, out / "report.log")
+    rc, figures.report_s = run_step(job.report, env, out, out / "report.log")
     if rc != 0 or not (out / "summary.md").read_text().strip():
         raise failure(f"the {benchmark} report step failed in its container", out / "report.log")
     check_results(benchmark, out / "results", figures)

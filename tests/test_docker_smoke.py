@@ -38,8 +38,8 @@ def test_every_image_has_the_workflows_smoke_job_and_installs_its_own_extra(
     smoke: ModuleType, image: str
 ) -> None:
     job = smoke.smoke_job(image)
-    assert job["entry"]["tests"] == f"benchmarks/test_{image}.py"
-    assert "docker run" in job["smoke"] and "pytest-benchmarks report" in job["report"]
+    assert job.entry["tests"] == f"benchmarks/test_{image}.py"
+    assert "docker run" in job.smoke and "pytest-benchmarks report" in job.report
     extras = smoke.extras_of(image).split(",")
     assert image in extras and "test" in extras
     dockerfile = smoke.dockerfile_of(image).read_text()
