@@ -37,6 +37,7 @@ from pytest_benchmarks.engine.run import RunEngine
 from pytest_benchmarks.metrics import journal
 from pytest_benchmarks.policies import make_policy
 from pytest_benchmarks.policies.declared import with_declared_images
+from pytest_benchmarks.serving import launch
 
 #: A policy object, a spec (``--benchmark-policy`` syntax) or a factory (config, num_envs).
 PolicyLike = Policy | str | Callable[[EnvConfig, int], Policy]
@@ -111,7 +112,8 @@ def evaluate(
         settings = replace(settings, batch_size=1)
     if resume and metrics is None:
         raise validation.OptionError("--benchmark-resume: needs metrics=PATH, the run to carry on")
-    settings = with_declared_images(settings)
+    # One process, no workers to serve: the run block records the server as off.
+    settings = with_declared_images(launch.resolve(settings, workers=0))
     validation.check_record_path(settings.record, settings.resume)
     if metrics is not None:
         validation.check_metrics_path(settings.metrics)

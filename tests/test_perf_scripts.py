@@ -106,3 +106,20 @@ def test_lerobot_envs_compares_each_type_with_its_native_benchmark_on_the_same_e
                                   ("metaworld push-v3", "metaworld", "lerobot:metaworld")):  # fmt: skip
         line = next(x for x in out.splitlines() if x.startswith(f"{pair}: median"))
         assert f"{lerobot} / {native}: " in line and line.endswith("records equal: True"), out
+
+
+def test_gpu_scale_runs_its_cases_side_by_side_reduced_on_a_cpu():
+    out = run("gpu_scale.py", "--reduced", "--cases", "state,vla-server,lerobot")
+    rows = {line.split("|")[1].strip(): line for line in out.splitlines() if line.startswith("| ")}
+    assert {"state", "vla-server", "lerobot"} <= set(rows), out
+    # The same episodes through the plugin's server and LeRobot's loop: the same env-steps.
+    steps = {name: int(rows[name].split("|")[2]) for name in ("vla-server", "lerobot")}
+    assert steps["vla-server"] == steps["lerobot"] == 2 * 2 * 6, out
+    assert "vla-server / lerobot: " in out
+
+
+def test_server_transport_times_each_way_a_batch_reaches_another_process():
+    out = run("server_transport.py", "--size", "16", "--slots", "2", "--steps", "5",
+              "--rounds", "1")  # fmt: skip
+    kinds = re.findall(r"^  (\S+) +[0-9.]+ ms a request", out, re.MULTILINE)
+    assert set(kinds) == {"zmq+shm", "zmq+pickle", "pipe+shm", "pipe+pickle"}, out

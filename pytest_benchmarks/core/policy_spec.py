@@ -35,6 +35,9 @@ class Loading:
     device: str = "cpu"
     rename_map: tuple[tuple[str, str], ...] = ()
     batched_inference: bool = False
+    #: The policy server this process's lerobot: policies act through (an endpoint's text,
+    #: ``policies.endpoint``), or None: the policy is loaded here.
+    server: str | None = None
 
 
 def _typed_path(text: str) -> bool:

@@ -40,6 +40,9 @@ RENDER_MODES = ("faithful", "fast")
 #: Which episodes --benchmark-record keeps: every one, or the successful ones.
 RECORD_ONLY = ("all", "success")
 DEVICES = ("auto", "cpu", "cuda")
+#: --benchmark-policy-server: on for a CUDA device under xdist, always, never.
+SERVER_MODES = ("auto", "on", "off")
+DEFAULT_SERVER_WAIT_MS = 5.0
 #: Snapshot gate modes: a significance test, per-episode comparison, or none.
 GATE_MODES = ("stat", "exact", "off")
 #: What a task whose gate cannot fail at this run's size does: warn in the summary, or fail.
@@ -267,6 +270,21 @@ class Settings:
         "share one forward pass (faster; records may differ from batch-of-one inference, so it "
         "is part of a snapshot's settings)",
         values.flag, resume=True, rerun="changed", snapshot="set", api="batched_inference",
+    ))
+    #: One process per device holds a lerobot: policy and acts for every worker's slots
+    #: together (``serving``); auto: on for a GPU under xdist. Resolved to on or off for a run.
+    policy_server: str = setting("auto", Option(
+        "lerobot: policies: one policy server per device loads the policy once and acts for "
+        "every xdist worker's env slots together, as --benchmark-batched-inference does "
+        "(auto: on for a CUDA device under xdist; default auto)",
+        values.choice(SERVER_MODES), "{auto,on,off}",
+    ))
+    #: How long a policy server holds a gathered request for the other workers' (a bound).
+    policy_server_wait: float = setting(DEFAULT_SERVER_WAIT_MS, Option(
+        "milliseconds a policy server waits, after the first request of a step, for the other "
+        "workers' requests before it acts (it acts at once when every active worker's is in; "
+        "default 5)",
+        values.number(lambda x: 0 <= x < math.inf, "a number of milliseconds >= 0"), "MS",
     ))
     # fmt: on
     #: Where ``image_size`` came from: the option, the default, or a LeRobot checkpoint's

@@ -66,6 +66,11 @@ def build(*, root: Path, **given: Any) -> Settings:
             f"slots (--benchmark-policy is {result.policy}); drop the flag or use a lerobot: "
             "policy"
         )
+    if result.policy_server == "on" and not result.policy.is_lerobot:
+        raise OptionError(
+            "--benchmark-policy-server=on: only lerobot: policies are served "
+            f"(--benchmark-policy is {result.policy}); use auto or off, or a lerobot: policy"
+        )
     if result.rename_map and not result.policy.is_lerobot:
         raise OptionError(
             "--benchmark-rename-map: renames a lerobot: policy's inputs (its pre-processor); "

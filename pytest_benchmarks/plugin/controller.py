@@ -27,8 +27,9 @@ from pytest_benchmarks.plugin import payload
 from pytest_benchmarks.plugin.nodeids import task_of_nodeid
 from pytest_benchmarks.plugin.progress import progress_line
 from pytest_benchmarks.plugin.recording import build_record
-from pytest_benchmarks.plugin.session import WORKER_COUNTS, WORKER_ROWS, SessionState
+from pytest_benchmarks.plugin.session import SERVER_KEY, WORKER_COUNTS, WORKER_ROWS, SessionState
 from pytest_benchmarks.plugin.watchdog import Watchdog
+from pytest_benchmarks.serving.launch import PolicyServers
 
 
 def worker_exit(worker: Any) -> str:
@@ -149,6 +150,15 @@ class Controller:
             )
 
     @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """Hand each xdist worker its policy server, the workers spread over the devices."""
+        servers = self.state.servers
+        if servers is not None:
+            number = str(node.gateway.id).removeprefix("gw")
+            index = int(number) if number.isdigit() else 0
+            node.workerinput[SERVER_KEY] = servers.for_worker(index).text()
+
+    @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """An xdist worker ended: keep the tasks it ran that no report carried (interrupted
         mid-test), with their finished episodes."""
@@ -168,6 +178,16 @@ class Controller:
             self.write(partial=True, exitstatus=None)
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """Start the watchdog and the policy servers (before xdist starts its workers)."""
+        if self.state.settings.policy_server == "on" and not self.config.option.collectonly:
+            servers = self.state.servers = PolicyServers(self.state.settings)
+            endpoints = servers.start()
+            self.show(
+                "policy server: "
+                + ", ".join(f"{e.device} (pid {e.pid}, log {e.log})" for e in endpoints)
+            )
+            if not getattr(self.config.option, "numprocesses", None):
+                self.state.endpoint = endpoints[0].text()
         timeout = self.state.settings.timeout
         if timeout and getattr(self.config.option, "numprocesses", None):
             folder = journal.folder_for(self.state.settings.metrics)
@@ -177,6 +197,8 @@ class Controller:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.watchdog is not None:
             self.watchdog.stop()
+        if self.state.servers is not None:
+            self.state.servers.stop()
         # Without xdist, a task interrupted by Ctrl-C never got a test report; its partial
         # result is still in this process's cache.
         for task_id, result in self.state.cache.items():

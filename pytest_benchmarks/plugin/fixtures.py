@@ -7,6 +7,7 @@ call, and every later test of the task reads the same TaskResult without startin
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -24,6 +25,7 @@ from pytest_benchmarks.plugin.session import PENDING, get_state
 from pytest_benchmarks.plugin.speed import SpeedProbe
 from pytest_benchmarks.plugin.timeouts import fixture_value
 from pytest_benchmarks.policies import make_policy
+from pytest_benchmarks.policies.endpoint import PolicyServerError
 from pytest_benchmarks.policies.hub import PolicySourceError
 
 
@@ -64,7 +66,8 @@ def policy(
 ) -> Policy:
     """The policy named by ``--benchmark-policy``, built for this task's slots; a learned one is
     checked against the env's features here, before any episode runs."""
-    settings = get_state(request.config).settings
+    state = get_state(request.config)
+    settings = state.settings
     worker = getattr(request.config, "workerinput", {}).get("workerid")
     try:
         return make_policy(
@@ -72,11 +75,11 @@ def policy(
             vector_env.benchmark,
             vector_env.config,
             vector_env.num_envs,
-            settings.loading,
+            replace(settings.loading, server=state.endpoint),
             env_processors.features,
             worker,
         )
-    except (PolicySourceError, FeatureMismatch) as exc:
+    except (PolicySourceError, FeatureMismatch, PolicyServerError) as exc:
         pytest.fail(f"{benchmark_task.id}: {exc}", pytrace=False)
 
 

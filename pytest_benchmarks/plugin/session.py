@@ -17,6 +17,8 @@ from pytest_benchmarks.metrics import journal
 from pytest_benchmarks.metrics.resume import ResumeError
 from pytest_benchmarks.metrics.stats import Comparison
 from pytest_benchmarks.plugin import options
+from pytest_benchmarks.serving import launch
+from pytest_benchmarks.serving.launch import PolicyServers
 
 
 @dataclass
@@ -47,6 +49,10 @@ class SessionState:
     leftover_lines: list[str] = field(default_factory=list)
     #: The controller's locks on this run's outputs, held until the session ends.
     locks: list[OutputLock] = field(default_factory=list)
+    #: The controller's policy servers (--benchmark-policy-server), stopped at the end.
+    servers: PolicyServers | None = None
+    #: The policy server this process's policies act through (an endpoint's text), or None.
+    endpoint: str | None = None
 
     @property
     def settings(self) -> Settings:
@@ -82,6 +88,7 @@ def build_state(config: pytest.Config) -> SessionState:
         if is_worker
         else int(getattr(config.option, "numprocesses", 0) or 0)
     )
+    settings = launch.resolve(settings, workers)
     try:
         locks = lock_outputs(settings) if is_controller else []
     except OutputBusy as exc:
@@ -93,6 +100,8 @@ def build_state(config: pytest.Config) -> SessionState:
             lock.release()
         raise
     state.locks = locks
+    if is_worker:
+        state.endpoint = config.workerinput.get(SERVER_KEY)  # type: ignore[attr-defined]
     return state
 
 
@@ -147,6 +156,8 @@ WORKER_ROWS = "benchmark_rows"
 #: The ``workeroutput`` key for a worker's counts of benchmark tests collected and deselected
 #: (the controller of an xdist run collects nothing itself).
 WORKER_COUNTS = "benchmark_counts"
+#: The ``workerinput`` key of the policy server a worker uses (an endpoint's text).
+SERVER_KEY = "benchmark_policy_server"
 
 
 def get_state(config: pytest.Config) -> SessionState:

@@ -57,6 +57,12 @@ def make_policy(
             return sources.hub_policy(argument, config, provided, num_envs, loading.device)
         if kind == "local":
             return sources.local_policy(argument, config, provided, num_envs, loading.device)
+        if loading.server is not None:
+            from pytest_benchmarks.policies.endpoint import Endpoint
+            from pytest_benchmarks.policies.served import ServedPolicy
+
+            endpoint = Endpoint.parse(loading.server)
+            return ServedPolicy.connect(endpoint, argument, config, provided, num_envs, loading)
         return sources.lerobot_policy(argument, config, provided, num_envs, loading)
     from pytest_benchmarks.policies.simple import NoisyPolicy, NoopPolicy, RandomPolicy
 

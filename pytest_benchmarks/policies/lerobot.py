@@ -29,8 +29,9 @@ from __future__ import annotations
 import copy
 import re
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -126,8 +127,146 @@ def _assigned_by(target: Any, call: Callable[[], Any]) -> set[str]:
     return assigned
 
 
+@dataclass(frozen=True)
+class Checkpoint:
+    """A LeRobot checkpoint's config read (no weights): what a worker needs to fit it to an
+    env, and what a policy server needs to load it."""
+
+    folder: Path
+    identity: dict[str, str | None]
+    config: Any
+    vlm: Any
+    renames: dict[str, str]
+
+    @classmethod
+    def read(cls, folder: Path, identity: dict[str, str | None], loading: Loading) -> Checkpoint:
+        """The checkpoint's config and backbone; LeRobotLoadError."""
+        from lerobot.configs.policies import PreTrainedConfig
+        from lerobot.policies import factory
+
+        del factory  # imported for its side effect: every policy type's config registered
+
+        name = f"lerobot:{identity['id']}"
+        try:
+            policy_config = PreTrainedConfig.from_pretrained(folder)
+            policy_config.device = loading.device
+        except Exception as exc:
+            raise LeRobotLoadError(
+                f"{name}: not a LeRobot checkpoint, or one this LeRobot cannot read: "
+                f"{folder / 'config.json'} ({one_line(exc)}); {versions(folder)}"
+            ) from None
+        try:
+            vlm = backbone.resolve(policy_config, name)
+        except backbone.BackboneError as exc:
+            raise LeRobotLoadError(str(exc)) from None
+        if vlm is not None:
+            identity = {**identity, BACKBONE: vlm.label}
+        return cls(folder, identity, policy_config, vlm, dict(loading.rename_map))
+
+    @property
+    def name(self) -> str:
+        return f"lerobot:{self.identity['id']}"
+
+    @property
+    def device(self) -> str:
+        return str(self.config.device)
+
+    def fit(self, env: EnvConfig, features: dict[str, Feature]) -> list[tuple[str, tuple]]:
+        """Check the env's features against the checkpoint's inputs (one line on a mismatch);
+        the inputs to pad with zeros."""
+        wanted = {k: tuple(f.shape) for k, f in self.config.input_features.items()}
+        given = policy_view(features)
+        unknown = [k for k in self.renames if k not in given]
+        if unknown:
+            raise LeRobotLoadError(
+                f"{self.name}: --benchmark-rename-map renames {unknown[0]!r}, which "
+                f"{env.task.id} does not give; it gives {', '.join(sorted(given))}"
+            )
+        seen = {self.renames.get(k, k): f for k, f in given.items()}
+        # SmolVLA and the pi0 family fill the cameras the batch lacks themselves (up to
+        # ``empty_cameras``), as in LeRobot's evaluation: nothing is padded for them, and one
+        # camera of the env's is enough (with none, the feature diff says so).
+        fills_cameras = hasattr(self.config, "empty_cameras")
+        if fills_cameras and any(is_image(k) and k in seen for k in wanted):
+            wanted = {k: v for k, v in wanted.items() if not is_image(k) or k in seen}
+        pad = check_features(self.name, env.task.id, wanted, seen, pad_cameras=not fills_cameras)
+        return [(k, wanted[k]) for k in pad]
+
+    @property
+    def input_features(self) -> dict[str, tuple[int, ...]]:
+        """The features the checkpoint was trained on: what it reads, by the names the env
+        gives them (before the rename map), so the env renders every camera it reads."""
+        env_name = {new: old for old, new in self.renames.items()}
+        return {env_name.get(k, k): tuple(f.shape) for k, f in self.config.input_features.items()}
+
+    def load(self) -> tuple[Any, tuple[Any, Any]]:
+        """The policy on its device, in eval mode, and its pre- and post-processor."""
+        from lerobot.policies.factory import get_policy_class, make_pre_post_processors
+
+        folder, device = self.folder, self.device
+        try:
+            policy = get_policy_class(self.config.type).from_pretrained(folder, config=self.config)
+            policy.to(device).eval()
+        except Exception as exc:
+            raise LeRobotLoadError(f"{self.name}: cannot load ({one_line(exc)})") from None
+        try:
+            pre, post = make_pre_post_processors(
+                self.config,
+                pretrained_path=str(folder),
+                preprocessor_overrides={
+                    "device_processor": {"device": device},
+                    **backbone.tokenizer_override(folder, self.vlm),
+                    # lerobot-eval's --rename_map: the pre-processor's first step renames.
+                    **({RENAME_STEP: {"rename_map": self.renames}} if self.renames else {}),
+                },
+            )
+        except Exception as exc:
+            files = ", ".join(str(folder / f"policy_{p}processor.json") for p in ("pre", "post"))
+            raise LeRobotLoadError(
+                f"{self.name}: processors this LeRobot cannot read: {files} ({one_line(exc)}); "
+                f"{versions(folder)}"
+            ) from None
+        return policy, (pre, post)
+
+
+def observation(
+    batch: dict[str, Any], slot: int, pad: Sequence[tuple[str, tuple[int, ...]]] = ()
+) -> dict[str, Any]:
+    """One slot's observation in LeRobot's format, through ``preprocess_observation``, with
+    zeros for the inputs in ``pad``."""
+    from lerobot.envs.utils import preprocess_observation
+
+    raw: dict[str, Any] = {}
+    cameras = {
+        k.removeprefix(IMAGE_PREFIX): v for k, v in batch.items() if k.startswith(IMAGE_PREFIX)
+    }
+    if cameras:
+        raw["pixels"] = {k: v[slot : slot + 1] for k, v in cameras.items()}
+    elif SINGLE_IMAGE in batch:
+        raw["pixels"] = batch[SINGLE_IMAGE][slot : slot + 1]
+    if STATE in batch:
+        raw["agent_pos"] = batch[STATE][slot : slot + 1]
+    if ENV_STATE in batch:
+        raw["environment_state"] = batch[ENV_STATE][slot : slot + 1]
+    if "robot_state" in batch:
+        raw["robot_state"] = _slice_nested(batch["robot_state"], slot)
+    result = preprocess_observation(raw)
+    for name, shape in pad:
+        result[name] = torch.zeros((1, *shape), dtype=torch.float32)
+    result["task"] = [batch["task"][slot]]
+    return result
+
+
+#: The RNG key of draws a merged call makes that are no slot's own.
+SHARED = ("shared",)
+
+
 class LeRobotPolicy:
-    """A LeRobot ``PreTrainedPolicy`` with its processors, acting slot by slot."""
+    """A LeRobot ``PreTrainedPolicy`` with its processors, acting slot by slot.
+
+    Each slot's episode state and RNG are kept under a key: the slot's index in this process,
+    or (client, slot) in a policy server (``serving.server``), which acts for many workers'
+    slots with one model."""
 
     def __init__(
         self,
@@ -145,18 +284,20 @@ class LeRobotPolicy:
         #: Slots at the same phase share one ``select_action`` (``_act_together``).
         self.batched = batched
         self.bounds = bounds
+        self.num_envs = num_envs
         #: The rename map the pre-processor applies (env name -> the checkpoint's name).
         self.renames = dict(renames or {})
         self.preprocessor, self.postprocessor = processors
         self.pad = list(pad)
         self.state_names = episode_state_names(policy)
         self._fresh = {n: copy.deepcopy(getattr(policy, n)) for n in self.state_names}
-        self._states: list[dict[str, Any]] = [copy.deepcopy(self._fresh) for _ in range(num_envs)]
         self._cuda = device.startswith("cuda")
-        #: Each slot's torch RNG state, and last the one a merged call draws from.
-        self._rng: list[tuple[torch.Tensor, torch.Tensor | None]] = [
-            self._seeded(0) for _ in range(num_envs + 1)
-        ]
+        self._states: dict[Hashable, dict[str, Any]] = {}
+        #: Each slot's torch RNG state, and under SHARED the one a merged call draws from.
+        self._rng: dict[Hashable, tuple[torch.Tensor, torch.Tensor | None]] = {
+            SHARED: self._seeded(0)
+        }
+        self.add_slots(range(num_envs))
 
     @classmethod
     def load(
@@ -169,71 +310,25 @@ class LeRobotPolicy:
         loading: Loading,
     ) -> LeRobotPolicy:
         """Policy, processors and feature check from a checkpoint folder; LeRobotLoadError."""
-        device = loading.device
-        from lerobot.configs.policies import PreTrainedConfig
-        from lerobot.policies.factory import get_policy_class, make_pre_post_processors
+        checkpoint = Checkpoint.read(folder, identity, loading)
+        return cls.fitted(checkpoint, config, features, num_envs, loading)
 
-        name = f"lerobot:{identity['id']}"
-        try:
-            policy_config = PreTrainedConfig.from_pretrained(folder)
-            policy_config.device = device
-        except Exception as exc:
-            raise LeRobotLoadError(
-                f"{name}: not a LeRobot checkpoint, or one this LeRobot cannot read: "
-                f"{folder / 'config.json'} ({one_line(exc)}); {versions(folder)}"
-            ) from None
-        try:
-            vlm = backbone.resolve(policy_config, name)
-        except backbone.BackboneError as exc:
-            raise LeRobotLoadError(str(exc)) from None
-        if vlm is not None:
-            identity = {**identity, BACKBONE: vlm.label}
-        wanted = {k: tuple(f.shape) for k, f in policy_config.input_features.items()}
-        renames = dict(loading.rename_map)
-        given = policy_view(features)
-        unknown = [k for k in renames if k not in given]
-        if unknown:
-            raise LeRobotLoadError(
-                f"{name}: --benchmark-rename-map renames {unknown[0]!r}, which {config.task.id} "
-                f"does not give; it gives {', '.join(sorted(given))}"
-            )
-        seen = {renames.get(k, k): f for k, f in given.items()}
-        # SmolVLA and the pi0 family fill the cameras the batch lacks themselves (up to
-        # ``empty_cameras``), as in LeRobot's evaluation: nothing is padded for them, and one
-        # camera of the env's is enough (with none, the feature diff says so).
-        fills_cameras = hasattr(policy_config, "empty_cameras")
-        if fills_cameras and any(is_image(k) and k in seen for k in wanted):
-            wanted = {k: v for k, v in wanted.items() if not is_image(k) or k in seen}
-        pad = check_features(name, config.task.id, wanted, seen, pad_cameras=not fills_cameras)
-        try:
-            policy = get_policy_class(policy_config.type).from_pretrained(
-                folder, config=policy_config
-            )
-            policy.to(device).eval()
-        except Exception as exc:
-            raise LeRobotLoadError(f"{name}: cannot load ({one_line(exc)})") from None
-        try:
-            pre, post = make_pre_post_processors(
-                policy_config,
-                pretrained_path=str(folder),
-                preprocessor_overrides={
-                    "device_processor": {"device": device},
-                    **backbone.tokenizer_override(folder, vlm),
-                    # lerobot-eval's --rename_map: the pre-processor's first step renames.
-                    **({RENAME_STEP: {"rename_map": renames}} if renames else {}),
-                },
-            )
-        except Exception as exc:
-            files = ", ".join(str(folder / f"policy_{p}processor.json") for p in ("pre", "post"))
-            raise LeRobotLoadError(
-                f"{name}: processors this LeRobot cannot read: {files} ({one_line(exc)}); "
-                f"{versions(folder)}"
-            ) from None
+    @classmethod
+    def fitted(
+        cls,
+        checkpoint: Checkpoint,
+        config: EnvConfig,
+        features: dict[str, Feature],
+        num_envs: int,
+        loading: Loading,
+    ) -> LeRobotPolicy:
+        """The checkpoint checked against the env's features, then loaded."""
+        pad = checkpoint.fit(config, features)
+        policy, processors = checkpoint.load()
         action_space = config.action_space
         return cls(
-            policy, (pre, post), identity, device, num_envs,
-            [(k, wanted[k]) for k in pad], (action_space.low, action_space.high), renames,
-            loading.batched_inference,
+            policy, processors, checkpoint.identity, loading.device, num_envs, pad,
+            (action_space.low, action_space.high), checkpoint.renames, loading.batched_inference,
         )  # fmt: skip
 
     @property
@@ -250,79 +345,77 @@ class LeRobotPolicy:
             torch.manual_seed(seed)
             return torch.get_rng_state(), torch.cuda.get_rng_state() if self._cuda else None
 
-    def reset(self, slots: Sequence[int], seeds: Sequence[int]) -> None:
+    def add_slots(self, keys: Iterable[Hashable]) -> None:
+        """Fresh episode state and RNG for new slot keys."""
+        for key in keys:
+            self._states[key] = copy.deepcopy(self._fresh)
+            self._rng[key] = self._seeded(0)
+
+    def drop_slots(self, keys: Iterable[Hashable]) -> None:
+        for key in keys:
+            self._states.pop(key, None)
+            self._rng.pop(key, None)
+
+    def reset(self, slots: Sequence[Hashable], seeds: Sequence[int]) -> None:
         for slot, seed in zip(slots, seeds, strict=True):
             self._states[slot] = copy.deepcopy(self._fresh)
             self._rng[slot] = self._seeded(seed)
 
     def observation(self, batch: dict[str, Any], slot: int) -> dict[str, Any]:
         """One slot's observation in LeRobot's format, through ``preprocess_observation``."""
-        from lerobot.envs.utils import preprocess_observation
-
-        raw: dict[str, Any] = {}
-        cameras = {
-            k.removeprefix(IMAGE_PREFIX): v for k, v in batch.items() if k.startswith(IMAGE_PREFIX)
-        }
-        if cameras:
-            raw["pixels"] = {k: v[slot : slot + 1] for k, v in cameras.items()}
-        elif SINGLE_IMAGE in batch:
-            raw["pixels"] = batch[SINGLE_IMAGE][slot : slot + 1]
-        if STATE in batch:
-            raw["agent_pos"] = batch[STATE][slot : slot + 1]
-        if ENV_STATE in batch:
-            raw["environment_state"] = batch[ENV_STATE][slot : slot + 1]
-        if "robot_state" in batch:
-            raw["robot_state"] = _slice_nested(batch["robot_state"], slot)
-        observation = preprocess_observation(raw)
-        for name, shape in self.pad:
-            observation[name] = torch.zeros((1, *shape), dtype=torch.float32)
-        observation["task"] = [batch["task"][slot]]
-        return observation
+        return observation(batch, slot, self.pad)
 
     def act(self, batch: dict[str, Any]) -> np.ndarray:
-        if self.batched:
-            phases = [slot_batch.phase(state) for state in self._states]
-            slots = slot_batch.groups(phases)
-        else:
-            slots = [[slot] for slot in range(len(self._states))]
-        actions: list[np.ndarray] = [np.empty(0)] * len(self._states)
-        for group in slots:
-            together = self._act_together(batch, group) if len(group) > 1 else None
-            for i, slot in enumerate(group):
-                actions[slot] = together[i] if together else self._act_alone(batch, slot)
-        self.last_raw = np.stack(actions)
+        slots = range(self.num_envs)
+        actions = self.act_on({slot: self.observation(batch, slot) for slot in slots})
+        self.last_raw = np.stack([actions[slot] for slot in slots])
         if self.bounds is None:
             return self.last_raw
         return np.clip(self.last_raw, *self.bounds).astype(np.float32)
 
-    def _act_alone(self, batch: dict[str, Any], slot: int) -> np.ndarray:
+    def act_on(self, observations: dict[Hashable, dict[str, Any]]) -> dict[Hashable, np.ndarray]:
+        """Each keyed slot's raw action (unclipped) for its observation; with ``batched``,
+        slots at the same phase share one call."""
+        keys = list(observations)
+        if self.batched:
+            phases = [slot_batch.phase(self._states[key]) for key in keys]
+            groups = [[keys[i] for i in group] for group in slot_batch.groups(phases)]
+        else:
+            groups = [[key] for key in keys]
+        actions: dict[Hashable, np.ndarray] = {}
+        for group in groups:
+            together = self._act_together(observations, group) if len(group) > 1 else None
+            for i, key in enumerate(group):
+                actions[key] = together[i] if together else self._act_alone(observations[key], key)
+        return actions
+
+    def _act_alone(self, raw: dict[str, Any], key: Hashable) -> np.ndarray:
         """One slot's step as a batch of one, with its own episode state and RNG."""
-        observation = self.preprocessor(self.observation(batch, slot))
-        self._set_state(self._states[slot])
-        with self._slot_rng(slot), torch.inference_mode():
+        observation = self.preprocessor(raw)
+        self._set_state(self._states[key])
+        with self._slot_rng(key), torch.inference_mode():
             action = self.policy.select_action(observation)
-        self._states[slot] = self._get_state()
+        self._states[key] = self._get_state()
         return self._postprocess(action)
 
-    def _act_together(self, batch: dict[str, Any], group: list[int]) -> list[np.ndarray] | None:
+    def _act_together(
+        self, observations: dict[Hashable, dict[str, Any]], group: list[Hashable]
+    ) -> list[np.ndarray] | None:
         """The group's step as one batch (``--benchmark-batched-inference``): their episode
         states and observations merged, one ``select_action``, the state split back. Noise a
         model draws with ``sample_noise`` (SmolVLA, pi0) comes from each slot's own RNG, as
         alone. None where the observations cannot share a batch (then each acts alone)."""
         try:
-            observation = slot_batch.merge(
-                [self.preprocessor(self.observation(batch, slot)) for slot in group]
-            )
-            state = slot_batch.merge([self._states[slot] for slot in group])
+            observation = slot_batch.merge([self.preprocessor(observations[k]) for k in group])
+            state = slot_batch.merge([self._states[key] for key in group])
         except slot_batch.Unmergeable:
             return None
         self._set_state(state)
-        shared = len(self._states)  # the RNG of draws that are not a slot's own
-        with self._slot_rng(shared), self._noise_per_slot(group), torch.inference_mode():
+        with self._slot_rng(SHARED), self._noise_per_slot(group), torch.inference_mode():
             action = self.policy.select_action(observation)
         states = slot_batch.split(self._get_state(), len(group))
-        for slot, slot_state in zip(group, states, strict=True):
-            self._states[slot] = slot_state
+        for key, slot_state in zip(group, states, strict=True):
+            self._states[key] = slot_state
         return [self._postprocess(action[i : i + 1]) for i in range(len(group))]
 
     def _get_state(self) -> dict[str, Any]:
@@ -336,20 +429,20 @@ class LeRobotPolicy:
         return self.postprocessor(action).to("cpu", torch.float32).numpy()[0]
 
     @contextmanager
-    def _slot_rng(self, slot: int) -> Iterator[None]:
+    def _slot_rng(self, key: Hashable) -> Iterator[None]:
         """Torch's RNG is the slot's own within; its state is kept for the slot's next call."""
-        cpu, cuda = self._rng[slot]
+        cpu, cuda = self._rng[key]
         with torch.random.fork_rng(devices=[self.device] if self._cuda else []):
             torch.set_rng_state(cpu)
             if cuda is not None:
                 torch.cuda.set_rng_state(cuda)
             yield
-            self._rng[slot] = (
+            self._rng[key] = (
                 torch.get_rng_state(), torch.cuda.get_rng_state() if self._cuda else None
             )  # fmt: skip
 
     @contextmanager
-    def _noise_per_slot(self, group: list[int]) -> Iterator[None]:
+    def _noise_per_slot(self, group: list[Hashable]) -> Iterator[None]:
         """A model's ``sample_noise(shape, device)`` for the group: each slot's rows drawn from
         that slot's RNG, the draw it would make alone."""
         model: Any = getattr(self.policy, "model", None)
@@ -360,8 +453,8 @@ class LeRobotPolicy:
 
         def per_slot(shape: Sequence[int], device: Any) -> torch.Tensor:
             rows = []
-            for slot in group:
-                with self._slot_rng(slot):
+            for key in group:
+                with self._slot_rng(key):
                     rows.append(sample((1, *shape[1:]), device))
             return torch.cat(rows)
 

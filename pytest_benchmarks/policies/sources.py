@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from pytest_benchmarks.core.features import Feature
     from pytest_benchmarks.core.policy import Policy
     from pytest_benchmarks.core.tasks import EnvConfig
+    from pytest_benchmarks.policies.lerobot import Checkpoint
 
 
 def torch_checkpoint(
@@ -96,15 +97,13 @@ def module_policy(argument: str, config: EnvConfig, num_envs: int) -> Policy:
     return policy
 
 
-def lerobot_policy(
-    argument: str, config: EnvConfig, features: dict[str, Feature], num_envs: int, loading: Loading
-) -> Policy:
-    """A LeRobot pretrained policy: a checkpoint directory, or ``REPO_ID[@REVISION]`` on the Hub
-    (through huggingface_hub's cache, like ``hub:``), with its processors."""
+def lerobot_checkpoint(argument: str, loading: Loading) -> Checkpoint:
+    """A LeRobot checkpoint's config, read (no weights): a checkpoint directory, or
+    ``REPO_ID[@REVISION]`` on the Hub (through huggingface_hub's cache, like ``hub:``)."""
     problem = lerobot_missing()
     if problem:
         raise PolicySourceError(f"lerobot:{argument}: {problem}")
-    from pytest_benchmarks.policies.lerobot import LeRobotLoadError, LeRobotPolicy
+    from pytest_benchmarks.policies.lerobot import Checkpoint, LeRobotLoadError
 
     folder = Path(argument).expanduser()
     if folder.is_dir():
@@ -118,6 +117,19 @@ def lerobot_policy(
         folder, repo_id, commit = hub_snapshot(argument, f"lerobot:{argument}")
         identity = {"source": "lerobot", "id": repo_id, "revision": commit}
     try:
-        return LeRobotPolicy.load(folder, identity, config, features, num_envs, loading)
+        return Checkpoint.read(folder, identity, loading)
+    except LeRobotLoadError as exc:
+        raise PolicySourceError(str(exc)) from None
+
+
+def lerobot_policy(
+    argument: str, config: EnvConfig, features: dict[str, Feature], num_envs: int, loading: Loading
+) -> Policy:
+    """A LeRobot pretrained policy (``lerobot_checkpoint``) with its processors."""
+    from pytest_benchmarks.policies.lerobot import LeRobotLoadError, LeRobotPolicy
+
+    checkpoint = lerobot_checkpoint(argument, loading)
+    try:
+        return LeRobotPolicy.fitted(checkpoint, config, features, num_envs, loading)
     except LeRobotLoadError as exc:
         raise PolicySourceError(str(exc)) from None

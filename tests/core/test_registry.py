@@ -58,6 +58,8 @@ OTHER: dict[str, Any] = {
     "snapshot_replace": True,
     "resume": True,
     "batched_inference": True,
+    "policy_server": "off",
+    "policy_server_wait": "50",
 }
 
 
