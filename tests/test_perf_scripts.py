@@ -109,9 +109,9 @@ def test_lerobot_envs_compares_each_type_with_its_native_benchmark_on_the_same_e
 
 
 def test_gpu_scale_runs_its_cases_side_by_side_reduced_on_a_cpu():
-    out = run("gpu_scale.py", "--reduced", "--cases", "state,vla-server,lerobot")
+    out = run("gpu_scale.py", "--reduced", "--cases", "vla-server,lerobot")
     rows = {line.split("|")[1].strip(): line for line in out.splitlines() if line.startswith("| ")}
-    assert {"state", "vla-server", "lerobot"} <= set(rows), out
+    assert {"vla-server", "lerobot"} <= set(rows), out
     # The same episodes through the plugin's server and LeRobot's loop: the same env-steps.
     steps = {name: int(rows[name].split("|")[2]) for name in ("vla-server", "lerobot")}
     assert steps["vla-server"] == steps["lerobot"] == 2 * 2 * 6, out

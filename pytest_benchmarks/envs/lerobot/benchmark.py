@@ -11,9 +11,9 @@ env's own ``_max_episode_steps``, the one ``lerobot-eval``'s rollout stops at.
 
 The observations are the env's own, named as LeRobot's ``preprocess_observation`` names them
 (``observation.image`` or ``observation.images.CAMERA``, ``observation.state``,
-``observation.environment_state``): the layout a LeRobot policy trained on the env reads. The
-env's LeRobot processors (``get_env_processors``) are not applied; they are identity for the
-types run here (PushT, ALOHA, Meta-World, so101), not for LIBERO's (use ``libero``).
+``observation.environment_state``): the layout a LeRobot policy trained on the env reads. A
+type's env preprocessor (``get_env_processors``, LIBERO's for one) runs as ``lerobot-eval`` runs
+it (``processing``).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from pytest_benchmarks.core.features import IMAGE_PREFIX, Feature
 from pytest_benchmarks.core.processors import Batch, EnvProcessors
 from pytest_benchmarks.core.tasks import EnvConfig, SelectionError, TaskRef, did_you_mean
 from pytest_benchmarks.envs.lerobot import env as lerobot_env
+from pytest_benchmarks.envs.lerobot import processing
 
 #: The family's prefix: ``lerobot:TYPE``.
 FAMILY = "lerobot"
@@ -145,6 +146,10 @@ class LeRobotEnv(Benchmark):
             if token in by_name:
                 chosen[by_name[token].id] = by_name[token]
                 continue
+            named = self._named(token)
+            if named is not None:
+                chosen[named.id] = named
+                continue
             try:
                 found = self.listing(token)
             except lerobot_env.LeRobotEnvError as exc:
@@ -155,6 +160,18 @@ class LeRobotEnv(Benchmark):
                 ) from None
             chosen.update((t.id, t) for t in found)
         return list(chosen.values())
+
+    def _named(self, token: str) -> TaskRef | None:
+        """``GROUP/ID`` of a task string other than the default (``libero_spatial/3``): the
+        task ``create_envs`` lists under that name for the task string ``GROUP``."""
+        group, _, task_id = token.rpartition("/")
+        if not group or not task_id.isdigit():
+            return None
+        try:
+            listed = self.listing(group)
+        except lerobot_env.LeRobotEnvError:
+            return None
+        return next((t for t in listed if t.name == token), None)
 
     def default_max_steps(self, task: TaskRef) -> int:
         return self._facts(task)[2]
@@ -177,9 +194,17 @@ class LeRobotEnv(Benchmark):
         return lerobot_env.make_env(made, config.task.suite, config.task.task_id)
 
     def processors(self, config: EnvConfig) -> EnvProcessors:
+        """The env's observations under LeRobot's names; through the type's env preprocessor
+        (``processing``) where it declares one."""
         observation, _ = self.spaces(config)
-        steps = [transform_for(observation)]
-        return EnvProcessors(features(observation), config.task.description, steps)
+        made = lerobot_env.make_config(self.env_type, config.task.task, config.env_args)
+        pre = processing.env_preprocessor(made)
+        if pre is None:
+            steps = [transform_for(observation)]
+            return EnvProcessors(features(observation), config.task.description, steps)
+        step = processing.pipeline_step(pre)
+        found = processing.sampled_features(step, observation)
+        return EnvProcessors(found, config.task.description, [step])
 
     def scripted_policy(self, task: TaskRef, num_envs: int) -> Any:
         raise NotImplementedError(self.scripted_missing(task))

@@ -5,7 +5,8 @@ an installed ``lerobot_env_*`` plugin) made with LeRobot's own ``--env.*`` parsi
 ``create_envs(n_envs=1)`` builds a one-env ``SyncVectorEnv`` per task (LeRobot's Meta-World,
 LIBERO and RoboCasa envs build their simulator lazily, on first use); the env is that vector's
 only env, wrapped so that it speaks this harness's protocol: ``reset`` passes LeRobot's "a new
-rollout" option (``NEW_ROLLOUT_OPTION``) and drops the harness's own, and every step's info
+rollout" option (``NEW_ROLLOUT_OPTION``) and drops the harness's own (after pointing LeRobot's
+LIBERO env at episode *i*'s init state, as ``lerobot-eval`` does), and every step's info
 carries ``success`` from LeRobot's ``is_success`` (or gym-hil's ``succeed``).
 """
 
@@ -71,12 +72,34 @@ def make_config(env_type: str, task: str | None, args: Sequence[tuple[str, str]]
 
 def vector_envs(config: Any) -> dict[str, dict[Any, Any]]:
     """``create_envs(n_envs=1)``: one-env vectors by task group and task id."""
+    if config.type in LIBERO_TYPES:
+        prepare_libero(config.type)
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # LeRobot prints each env it builds
             envs: dict[str, dict[Any, Any]] = config.create_envs(n_envs=1, use_async_envs=False)
     except Exception as exc:
         raise made_error(config.type, "create_envs", exc) from exc
     return envs
+
+
+#: Types whose envs import LIBERO, which asks on stdin for its paths at its first import.
+LIBERO_TYPES = ("libero", "libero_plus")
+
+
+def prepare_libero(env_type: str) -> None:
+    """Where LIBERO is installed, point it at its installed assets, as the project's own
+    ``libero`` benchmark does (no prompt, no download); else ``create_envs`` says what is
+    missing."""
+    import importlib.util
+
+    if importlib.util.find_spec("libero") is None:
+        return
+    from pytest_benchmarks.envs.libero.setup import LiberoSetupError, prepare
+
+    try:
+        prepare()
+    except LiberoSetupError as exc:
+        raise LeRobotEnvError(f"lerobot:{env_type}: {exc}") from None
 
 
 def made_error(env_type: str, what: str, exc: BaseException) -> LeRobotEnvError:
@@ -102,6 +125,10 @@ def close_all(envs: dict[str, dict[Any, Any]], keep: Any = None) -> None:
                     vector.close()
 
 
+#: LeRobot's LIBERO env: the init state its next reset starts from.
+INIT_STATE_ID = "init_state_id"
+
+
 class HarnessProtocol(gym.Wrapper[Any, Any, Any, Any]):
     """One LeRobot env as the harness steps it (see the module's docstring)."""
 
@@ -110,6 +137,11 @@ class HarnessProtocol(gym.Wrapper[Any, Any, Any, Any]):
     ) -> tuple[Any, dict[str, Any]]:
         from lerobot.envs.utils import NEW_ROLLOUT_OPTION
 
+        index = (options or {}).get("index")
+        if index is not None and hasattr(self.env.unwrapped, INIT_STATE_ID):
+            # lerobot-eval's episode i starts from LIBERO's init state i (sub-env j of n
+            # starts at j and steps by n): the same here, whatever the batch size.
+            setattr(self.env.unwrapped, INIT_STATE_ID, index)
         return self.env.reset(seed=seed, options={NEW_ROLLOUT_OPTION: True})
 
     def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:

@@ -224,3 +224,27 @@ def test_shards_merge_and_a_resumed_run_equal_the_whole_run(pytester: pytest.Pyt
     resumed.assert_outcomes(passed=2)
     resumed.stdout.fnmatch_lines(["resume: * kept from *run.json*"])
     assert outcomes(pytester.path / "run.json") == whole
+
+
+def test_an_env_postprocessor_is_refused_in_one_line_and_an_empty_pipeline_keeps_numpy():
+    """A type whose env postprocessor would change the actions cannot run here (the harness
+    sends the policy's actions to the env as they are): said in one line. PushT's pipelines
+    are empty, so its observations take the direct path."""
+    from lerobot.envs.configs import PushtEnv
+    from lerobot.processor import PolicyProcessorPipeline
+    from lerobot.processor.batch_processor import AddBatchDimensionActionStep
+
+    from pytest_benchmarks.envs.lerobot.env import LeRobotEnvError
+    from pytest_benchmarks.envs.lerobot.processing import env_preprocessor
+
+    assert env_preprocessor(PushtEnv()) is None
+
+    adapted = PushtEnv()
+    post = PolicyProcessorPipeline(steps=[AddBatchDimensionActionStep()])
+    adapted.get_env_processors = lambda: (PolicyProcessorPipeline(steps=[]), post)
+    with pytest.raises(LeRobotEnvError) as refused:
+        env_preprocessor(adapted)
+    assert str(refused.value) == (
+        "lerobot:pusht: its env postprocessor (AddBatchDimensionActionStep) changes the actions, "
+        "which this harness does not apply; write a native benchmark for it"
+    )
