@@ -82,7 +82,15 @@ def test_two_workers_share_one_server_and_its_records_are_batched_inferences(
         max_steps=12, obs="pixels", image_size=SIZE, device="cpu", batch_size=2,
         batched_inference=True, metrics=pytester.path / "batched/m.json",
     )  # fmt: skip
-    assert records(pytester.path / "served/m.json") == records(pytester.path / "batched/m.json")
+    # The same episodes; rewards equal up to float rounding, since the server's forward pass
+    # holds both workers' slots (a larger matrix product than each worker's own).
+    served_records = records(pytester.path / "served/m.json")
+    batched_records = records(pytester.path / "batched/m.json")
+    assert served_records.keys() == batched_records.keys()
+    for task, episodes in served_records.items():
+        assert [e[:4] for e in episodes] == [e[:4] for e in batched_records[task]]
+        rewards = [e[4] for e in batched_records[task]]
+        assert [e[4] for e in episodes] == pytest.approx(rewards, rel=1e-6)
     run_block = read_metrics(pytester.path / "served/m.json")["run"]
     assert run_block["policy_server"] == "on"
     assert run_block["batched_inference"] is True
