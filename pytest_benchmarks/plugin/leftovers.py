@@ -2,11 +2,12 @@
 it started. Each is reported in one line and ended, so the session exits, with its own status.
 
 Children of the process that ran the tasks (the session without xdist, or each xdist worker)
-that were not there when the session began are killed (SIGKILL) at its end. A thread cannot be
-killed, and Python waits for every non-daemon thread before it exits: at interpreter shutdown,
-before that wait (``threading._register_atexit``, the hook ``concurrent.futures`` uses too), the
-process exits with the session's status instead when such a thread is still alive. The idle
-workers of a ``ThreadPoolExecutor`` left open are no leftover: they are told to stop first, as
+that were not there when the session began are killed (SIGKILL) at its end, but for
+``multiprocessing``'s own resource tracker and forkserver, which end with the process. A thread
+cannot be killed, and Python waits for every non-daemon thread before it exits: at interpreter
+shutdown, before that wait (``threading._register_atexit``, the hook ``concurrent.futures`` uses
+too), the process exits with the session's status instead when such a thread is still alive. The
+idle workers of a ``ThreadPoolExecutor`` left open are no leftover: they are told to stop first, as
 ``concurrent.futures`` itself does at exit, and only one still busy after a grace counts.
 """
 
@@ -41,8 +42,9 @@ class Leftovers:
     def end_children(self) -> list[str]:
         """Kill the children started since the session began; a line for each."""
         lines = []
+        helpers = multiprocessing_helpers()
         for pid in child_pids():
-            if pid in self.children:
+            if pid in self.children or pid in helpers:
                 continue
             with contextlib.suppress(OSError):
                 name = Path(f"/proc/{pid}/comm").read_text().strip()
@@ -85,6 +87,20 @@ class Leftovers:
         sys.stderr.flush()
         sys.stdout.flush()
         os._exit(self.status)
+
+
+def multiprocessing_helpers() -> set[int]:
+    """The pids of ``multiprocessing``'s own helpers, where a policy has started them: the
+    resource tracker (shared memory, semaphores) and the forkserver. They live as long as the
+    process and end when it exits; killed early, the tracker's clean-up of shared memory is lost,
+    so they are no leftover."""
+    tracker = sys.modules.get("multiprocessing.resource_tracker")
+    forkserver = sys.modules.get("multiprocessing.forkserver")
+    pids = (
+        getattr(getattr(tracker, "_resource_tracker", None), "_pid", None),
+        getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None),
+    )
+    return {pid for pid in pids if isinstance(pid, int)}
 
 
 def _stop_idle_executor_workers(threads: list[threading.Thread]) -> bool:

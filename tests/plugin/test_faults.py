@@ -240,6 +240,23 @@ def test_threads_and_processes_a_policy_leaves_are_ended_with_the_sessions_statu
     assert leftover_processes(str(toy_project.path)) == []
 
 
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_multiprocessings_own_helpers_are_no_leftover(toy_project: pytest.Pytester, workers: str):
+    """A policy that uses shared memory and a forkserver starts multiprocessing's resource
+    tracker and forkserver: they end with the process, unkilled and unreported."""
+    toy_project.makepyfile(hostile=HOSTILE_POLICIES)
+    result = toy_project.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-n", workers, "--benchmark-policy=module:hostile:sharing",
+        "--benchmark-task=walk", "--benchmark-episodes=2", timeout=120,
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.OK
+    lines = result.stdout.lines + result.stderr.lines
+    assert (toy_project.path / "block.txt").exists()
+    said = fnmatch.filter(lines, "leftover: *") + fnmatch.filter(lines, "*leaked*")
+    assert said == [], result
+    assert leftover_processes(str(toy_project.path)) == []
+
+
 def test_an_executor_left_open_is_no_leftover_but_one_still_busy_is(
     toy_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ):
@@ -437,6 +454,20 @@ def forking(config, num_envs):
     import subprocess
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
     Path("child.txt").write_text(str(child.pid))
+    return Forward(num_envs)
+
+def sharing(config, num_envs):
+    # Shared memory and a forkserver's process: multiprocessing starts its resource tracker
+    # and its forkserver, helpers that live as long as the process.
+    import multiprocessing
+    from multiprocessing import shared_memory
+    block = shared_memory.SharedMemory(create=True, size=64)
+    block.close()
+    block.unlink()
+    Path("block.txt").write_text(block.name)
+    child = multiprocessing.get_context("forkserver").Process(target=time.sleep, args=(0,))
+    child.start()
+    child.join()
     return Forward(num_envs)
 
 def deaf_to_alarms(config, num_envs):
