@@ -11,6 +11,13 @@ import pytest
 from helpers import TOY_CONFTEST, TOY_TESTS, fill_up, hub_cache
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked ``long`` first, the rest in their order: xdist hands tests out in this
+    order, and a long one started last would run alone while the other worker idles."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
 @pytest.fixture
 def toy_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     """A pytester project whose tests run the toy benchmark; every process its sessions start

@@ -109,6 +109,7 @@ def test_lerobot_envs_compares_each_type_with_its_native_benchmark_on_the_same_e
         assert f"{lerobot} / {native}: " in line and line.endswith("records equal: True"), out
 
 
+@pytest.mark.long
 def test_gpu_scale_runs_its_cases_side_by_side_reduced_on_a_cpu():
     out = run("gpu_scale.py", "--reduced", "--cases", "vla-server,lerobot")
     rows = {line.split("|")[1].strip(): line for line in out.splitlines() if line.startswith("| ")}

@@ -67,6 +67,7 @@ def server_log(folder: Path) -> str:
     return (folder / "policy-server-0.log").read_text()
 
 
+@pytest.mark.long
 def test_two_workers_share_one_server_and_its_records_are_batched_inferences(
     pytester: pytest.Pytester, act_checkpoint: Path
 ):

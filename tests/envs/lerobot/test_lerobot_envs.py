@@ -187,6 +187,7 @@ def make(config, num_envs):
 """
 
 
+@pytest.mark.long
 def test_shards_merge_and_a_resumed_run_equal_the_whole_run(pytester: pytest.Pytester):
     """lerobot:metaworld over two tasks: the two shards, merged by the CLI, and a run cut by a
     Ctrl-C then resumed, hold the uninterrupted run's records, episode for episode."""

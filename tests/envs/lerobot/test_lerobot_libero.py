@@ -55,6 +55,7 @@ def seen(path: Path) -> list[Any]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+@pytest.mark.long
 def test_lerobot_libero_sees_what_the_native_lerobot_layout_sees_step_for_step(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ):

@@ -39,6 +39,7 @@ def reach_close(config, num_envs):
 """
 
 
+@pytest.mark.long
 def test_so101_runs_with_the_same_records_at_every_batch_size_and_under_xdist(
     pytester: pytest.Pytester,
 ):
