@@ -47,7 +47,7 @@ class Leftovers:
             if pid in self.children or pid in helpers:
                 continue
             with contextlib.suppress(OSError):
-                name = Path(f"/proc/{pid}/comm").read_text().strip()
+                name = describe(pid)
                 os.kill(pid, signal.SIGKILL)
                 lines.append(
                     f"leftover: process {pid} ({name}), started during the session and still "
@@ -87,6 +87,16 @@ class Leftovers:
         sys.stderr.flush()
         sys.stdout.flush()
         os._exit(self.status)
+
+
+def describe(pid: int) -> str:
+    """The process's name and its command line, cut short: what tells the user whose it is."""
+    name = Path(f"/proc/{pid}/comm").read_text().strip()
+    words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    command = " ".join(word.decode(errors="replace") for word in words if word)
+    if not command:
+        return name
+    return f"{name}: {command if len(command) <= 120 else command[:117] + '...'}"
 
 
 def multiprocessing_helpers() -> set[int]:

@@ -225,7 +225,8 @@ def test_threads_and_processes_a_policy_leaves_are_ended_with_the_sessions_statu
     for factory, line in [
         ("threading_", "leftover: thread 'policy-poller', started during the session and not a "
                        "daemon, was still running at its end; exiting without waiting for it"),
-        ("forking", "leftover: process * (python*), started during the session and still "
+        ("forking", "leftover: process * (python*: *python* -c import time; time.sleep(3600)), "
+                    "started during the session and still "
                     "running at its end, was killed"),
     ]:  # fmt: skip
         result = toy_project.runpytest_subprocess(
