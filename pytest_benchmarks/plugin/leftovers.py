@@ -99,18 +99,28 @@ def describe(pid: int) -> str:
     return f"{name}: {command if len(command) <= 120 else command[:117] + '...'}"
 
 
+#: How multiprocessing starts its resource tracker and forkserver (``python -c ...``).
+HELPER_COMMANDS = (
+    b"from multiprocessing.resource_tracker import main",
+    b"from multiprocessing.forkserver import main",
+)
+
+
 def multiprocessing_helpers() -> set[int]:
-    """The pids of ``multiprocessing``'s own helpers, where a policy has started them: the
-    resource tracker (shared memory, semaphores) and the forkserver. They live as long as the
-    process and end when it exits; killed early, the tracker's clean-up of shared memory is lost,
-    so they are no leftover."""
-    tracker = sys.modules.get("multiprocessing.resource_tracker")
-    forkserver = sys.modules.get("multiprocessing.forkserver")
-    pids = (
-        getattr(getattr(tracker, "_resource_tracker", None), "_pid", None),
-        getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None),
-    )
-    return {pid for pid in pids if isinstance(pid, int)}
+    """The pids of ``multiprocessing``'s own helpers among the children: the resource tracker
+    (shared memory, semaphores) and the forkserver. They live as long as the process and end
+    when it exits; killed early, the tracker's clean-up of shared memory is lost, so they are no
+    leftover. Known by their command line: the module's own record of the pid is lost where
+    its module was imported again."""
+    found = set()
+    for pid in child_pids():
+        with contextlib.suppress(OSError):
+            words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if "-c" in {w.decode(errors="replace") for w in words} and any(
+                word.startswith(HELPER_COMMANDS) for word in words
+            ):
+                found.add(pid)
+    return found
 
 
 def _stop_idle_executor_workers(threads: list[threading.Thread]) -> bool:
