@@ -109,7 +109,7 @@ class Slots:
     def act(self, batch: dict[str, Any]) -> np.ndarray:
         states = np.asarray(batch["observation.state"], dtype=np.float64)
         blocks = np.asarray(batch["observation.environment_state"], dtype=np.float64)
-        rows = zip(self.controllers, states, blocks, strict=False)
+        rows = zip(self.controllers, states, blocks, strict=True)
         return np.stack([c.act(s, b) for c, s, b in rows]).astype(np.float32)
 
     def identity(self) -> dict[str, str | None]:
@@ -119,10 +119,13 @@ class Slots:
 class ReachClose:
     """The package's controller, a pure function of the 17 state values."""
 
-    def act(self, state: np.ndarray, block: np.ndarray) -> np.ndarray:
+    def __init__(self) -> None:
         from lerobot_env_so101.scripted import scripted_reach_close
 
-        return np.asarray(scripted_reach_close(np.concatenate([state, block])))
+        self.controller = scripted_reach_close
+
+    def act(self, state: np.ndarray, block: np.ndarray) -> np.ndarray:
+        return np.asarray(self.controller(np.concatenate([state, block])))
 
 
 class Uniform:

@@ -42,12 +42,14 @@ class Leftovers:
     def end_children(self) -> list[str]:
         """Kill the children started since the session began; a line for each."""
         lines = []
-        helpers = multiprocessing_helpers()
         for pid in child_pids():
-            if pid in self.children or pid in helpers:
+            if pid in self.children:
                 continue
             with contextlib.suppress(OSError):
-                name = describe(pid)
+                words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                if any(word.startswith(HELPER_COMMANDS) for word in words):
+                    continue  # multiprocessing's own helper: it ends with the process
+                name = describe(pid, words)
                 os.kill(pid, signal.SIGKILL)
                 lines.append(
                     f"leftover: process {pid} ({name}), started during the session and still "
@@ -89,38 +91,24 @@ class Leftovers:
         os._exit(self.status)
 
 
-def describe(pid: int) -> str:
-    """The process's name and its command line, cut short: what tells the user whose it is."""
+def describe(pid: int, words: list[bytes]) -> str:
+    """The process's name and its command line (``words``), cut short: what tells the user
+    whose it is."""
     name = Path(f"/proc/{pid}/comm").read_text().strip()
-    words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     command = " ".join(word.decode(errors="replace") for word in words if word)
     if not command:
         return name
     return f"{name}: {command if len(command) <= 120 else command[:117] + '...'}"
 
 
-#: How multiprocessing starts its resource tracker and forkserver (``python -c ...``).
+#: How multiprocessing starts its resource tracker (shared memory, semaphores) and its
+#: forkserver (``python -c ...``): helpers that live as long as the process and end when it
+#: exits; killed early, the tracker's clean-up of shared memory is lost. Known by their command
+#: line, since multiprocessing's own record of the forkserver's pid missed one in practice.
 HELPER_COMMANDS = (
     b"from multiprocessing.resource_tracker import main",
     b"from multiprocessing.forkserver import main",
 )
-
-
-def multiprocessing_helpers() -> set[int]:
-    """The pids of ``multiprocessing``'s own helpers among the children: the resource tracker
-    (shared memory, semaphores) and the forkserver. They live as long as the process and end
-    when it exits; killed early, the tracker's clean-up of shared memory is lost, so they are no
-    leftover. Known by their command line: the module's own record of the pid is lost where
-    its module was imported again."""
-    found = set()
-    for pid in child_pids():
-        with contextlib.suppress(OSError):
-            words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if "-c" in {w.decode(errors="replace") for w in words} and any(
-                word.startswith(HELPER_COMMANDS) for word in words
-            ):
-                found.add(pid)
-    return found
 
 
 def _stop_idle_executor_workers(threads: list[threading.Thread]) -> bool:
