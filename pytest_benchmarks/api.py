@@ -129,7 +129,11 @@ def run_locked(settings: Settings, policy: PolicyLike, write: bool) -> Evaluatio
         raise validation.OptionError(str(exc)) from None
     try:
         if write and not settings.resume:  # a new run: an earlier run's journal would mix in
-            journal.discard(journal.folder_for(settings.metrics))
+            folder = journal.folder_for(settings.metrics)
+            try:
+                journal.discard(folder)
+            except OSError as exc:
+                raise validation.OptionError(journal.undiscarded(folder, exc)) from None
         engine = RunEngine.start(settings, select(settings).tasks, journaling=write)
         out = run(engine, policy, write)
         if settings.record is not None:

@@ -34,6 +34,7 @@ from pytest_benchmarks.metrics.runs import (
     compare_runs,
     load_run,
     merge,
+    missing_shards,
     task_name,
 )
 
@@ -58,7 +59,11 @@ def report(args: argparse.Namespace) -> int:
             f"--png: {args.png}: unknown image format {args.png.suffix or '(no extension)'}; "
             f"valid: {', '.join('.' + f for f in CHART_FORMATS)}"
         )
-    text = markdown(results, baseline, args.alpha)
+    run = runs[0]["run"]
+    interrupted = None
+    if run.get("partial"):
+        interrupted = f"the run is partial (exit status {run.get('exitstatus')})"
+    text = markdown(results, baseline, args.alpha, interrupted)
     if args.output:
         write_atomic(args.output, text, fsync=False)
     else:
@@ -161,6 +166,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(
                 f"merged {len(args.inputs)} files, {len(document['results'])} tasks: {args.output}"
             )
+            missing = missing_shards(document)
+            if missing:
+                print(f"missing: shard {', '.join(missing)}; the merged run is partial")
             return 0
         if args.command == "record-build":
             return record_build(args.dir)
@@ -179,8 +187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pytest-benchmarks: cannot compare: {exc}", file=sys.stderr)
         return EXIT_UNJUDGEABLE
     except OSError as exc:  # an output that could not be written after all (a full disk)
-        print(f"pytest-benchmarks: error: {exc.filename or ''}: {exc.strerror or exc}",
-              file=sys.stderr)  # fmt: skip
+        target = exc.filename or getattr(args, "output", None) or getattr(args, "png", None)
+        print(f"pytest-benchmarks: error: {target}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_INPUT
 
 

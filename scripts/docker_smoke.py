@@ -429,7 +429,12 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         say(f"failed: no image for {', '.join(unknown)}; images: {', '.join(images)}")
         return 1
-    args.out.mkdir(parents=True, exist_ok=True)
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        reason = "a file is in the way" if isinstance(exc, FileExistsError) else exc.strerror
+        say(f"failed: --out {args.out}: cannot make the folder ({reason}); give a folder")
+        return 1
     try:
         ensure_daemon(args.out / "daemon.log")
     except Skip as skipped:

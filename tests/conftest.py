@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import TOY_CONFTEST, TOY_TESTS, fill_up, hub_cache
+from helpers import TOY_CONFTEST, TOY_TESTS, fill_up, hub_cache, tmpfs
 
 
 @pytest.hookimpl(trylast=True)
@@ -26,23 +24,6 @@ def toy_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> p
     pytester.makeconftest(TOY_CONFTEST)
     pytester.makepyfile(test_toy=TOY_TESTS)
     return pytester
-
-
-@contextlib.contextmanager
-def tmpfs(mount: Path, options: str) -> Iterator[Path]:
-    """A 1 MiB tmpfs mounted at ``mount`` (created) with ``options``, unmounted after; the test
-    is skipped where mounting is not allowed."""
-    mount.mkdir()
-    made = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"{options},size=1m", "tmpfs", str(mount)],
-        capture_output=True,
-    )
-    if made.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode().strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 @pytest.fixture

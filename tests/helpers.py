@@ -6,10 +6,13 @@ import contextlib
 import json
 import os
 import shutil
+import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
@@ -214,3 +217,20 @@ def hub_cache(root: Path, repo: str, folder: Path, commit: str) -> None:
     (base / "refs").mkdir(parents=True)
     (base / "refs" / "main").write_text(commit)
     shutil.copytree(folder, base / "snapshots" / commit)
+
+
+@contextlib.contextmanager
+def tmpfs(mount: Path, options: str) -> Iterator[Path]:
+    """A 1 MiB tmpfs mounted at ``mount`` (created) with ``options``, unmounted after; the test
+    is skipped where mounting is not allowed."""
+    mount.mkdir()
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"{options},size=1m", "tmpfs", str(mount)],
+        capture_output=True,
+    )
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)

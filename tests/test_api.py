@@ -99,6 +99,19 @@ def test_typed_values_and_flag_strings_give_the_same_settings(tmp_path: Path):
             "--benchmark-camera-map: 'corner2' is given twice; give each name once",
         ),
         ({"rename_map": '{"a=b": "c"}'}, "--benchmark-rename-map: renames a lerobot: policy's"),
+        # A new camera name names files and features; a map needs cameras rendered.
+        (
+            {"camera_map": '{"corner2": "cam/1"}', "obs": "pixels"},
+            "--benchmark-camera-map: corner2=cam/1: a camera name cannot hold '/'",
+        ),
+        (
+            {"camera_map": "corner2=cam=1", "obs": "pixels"},
+            "--benchmark-camera-map: corner2=cam=1: a camera name cannot hold '='",
+        ),
+        (
+            {"camera_map": "corner2=camera1"},
+            "--benchmark-camera-map: renames cameras, but the run's observations are state only",
+        ),
     ],
 )
 def test_bad_arguments_fail_before_any_episode_with_the_options_words(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -327,3 +328,48 @@ def test_every_command_and_option_has_help():
     for name, sub in commands.choices.items():
         for action in sub._actions:
             assert action.help, f"{name} {action.option_strings or action.dest} has no help"
+
+
+def test_what_merge_and_report_cannot_vouch_for_is_said(
+    toy_project: pytest.Pytester, tmp_path: Path, full_disk: Path, capsys: pytest.CaptureFixture
+):
+    """A FIFO given as a run is refused, not read for ever; a merge that lacks a shard names it
+    and is partial, and its report says the run was interrupted; a baseline that shares no task
+    is said, never "no regression"; a full disk names the file."""
+    from pytest_benchmarks.cli import main
+
+    def in_process(name: str, *args: str) -> Path:
+        path = toy_project.path / f"{name}.json"
+        toy_project.runpytest(
+            "-p", "no:cacheprovider", f"--benchmark-metrics={path}", "--benchmark-episodes=2", *args
+        )  # fmt: skip
+        return path
+
+    half = in_process("half", "--benchmark-env=toy", "--benchmark-shard=1/2")
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    assert main(["compare", str(fifo), str(half)]) == 2
+    assert (
+        capsys.readouterr().err.strip() == f"pytest-benchmarks: error: {fifo}: not a regular file"
+    )
+    merged = tmp_path / "merged.json"
+    assert main(["merge", str(half), "-o", str(merged)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "missing: shard 2/2; the merged run is partial"
+    )
+    run = read_metrics(merged)["run"]
+    assert run["partial"] is True and run["missing_shards"] == ["2/2"]
+    assert main(["report", str(merged)]) == 0
+    assert "**Interrupted:** the run is partial (exit status 0); every task listed finished." in (
+        capsys.readouterr().out
+    )
+    walk = in_process("walk", "--benchmark-task=walk")
+    assert main(["report", str(half), "--baseline", str(walk)]) == 0
+    text = capsys.readouterr().out
+    assert "**Gate:** the baseline shares no task with this run; nothing was compared." in text
+    assert "no regression" not in text
+    out = full_disk / "report.md"
+    assert main(["report", str(half), "-o", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"pytest-benchmarks: error: {out}: No space left on device"
+    )

@@ -55,6 +55,17 @@ def test_an_unknown_image_is_one_line_naming_the_images() -> None:
     assert one_line(done) == f"docker smoke: failed: no image for mw; images: {', '.join(IMAGES)}"
 
 
+def test_an_out_folder_that_cannot_be_made_is_one_line(smoke: ModuleType, tmp_path: Path, capsys):
+    """An existing file, or a path under one: one line naming --out, no traceback."""
+    (tmp_path / "file").write_text("")
+    for out, reason in [("file", "a file is in the way"), ("file/sub", "Not a directory")]:
+        assert smoke.main(["metaworld", "--out", str(tmp_path / out)]) == 1
+        assert capsys.readouterr().out.strip().splitlines() == [
+            f"docker smoke: failed: --out {tmp_path / out}: cannot make the folder ({reason}); "
+            "give a folder"
+        ]
+
+
 def test_without_root_and_without_a_daemon_it_can_reach_the_step_is_skipped(
     smoke: ModuleType,
     tmp_path: Path,

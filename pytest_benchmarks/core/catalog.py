@@ -110,7 +110,7 @@ def call[T](benchmark: Benchmark, what: str, function: Callable[[], T]) -> T:
     becomes one BenchmarkLoadError naming the benchmark and its entry point."""
     try:
         return function()
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a plugin it imports that exits, too
         raise BenchmarkLoadError(
             f"benchmark {benchmark.name!r} ({_where(benchmark.name)}): {what} raised "
             f"{one_line(exc)}"
@@ -126,7 +126,7 @@ def problem(name: str) -> str | None:
         if missing is None:
             call(benchmark, "tasks()", benchmark.tasks)
         return missing
-    except BenchmarkLoadError as exc:
+    except (BenchmarkLoadError, SelectionError) as exc:  # ``lerobot:`` with no type, too
         return str(exc)
 
 

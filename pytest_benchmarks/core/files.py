@@ -76,3 +76,29 @@ def file_hash(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()[:12]
+
+
+def lock_file(target: Path) -> Path:
+    """Where a session's lock on the output ``target`` lives (``engine.output_lock``)."""
+    return target.with_name(target.name + ".lock")
+
+
+def lock_holder(target: Path) -> int | None:
+    """The PID of a live session that holds ``target``'s lock; None when none does."""
+    from filelock import FileLock, Timeout
+
+    if not lock_file(target).is_file():
+        return None  # no session ever locked it (and none is made here)
+    lock = FileLock(str(lock_file(target)), timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        try:
+            return int(lock_file(target).with_name(lock_file(target).name + ".owner")
+                       .read_text().split()[0])  # fmt: skip
+        except (OSError, ValueError, IndexError):
+            return 0
+    except OSError:
+        return None
+    lock.release()
+    return None

@@ -42,7 +42,7 @@ def select(options: Settings) -> Selection:
     try:
         tasks = catalog.resolve(active, options.tasks)
     except SelectionError as exc:
-        raise OptionError(f"--benchmark-task: {exc}") from None
+        raise OptionError(f"{exc.option}: {exc}") from None
     if options.shard:
         tasks = shard_of(tasks, *options.shard)
     for name, chosen in tasks.items():
@@ -90,14 +90,33 @@ def shard_of(
 
 
 def _check_cameras(options: Settings, selection: dict[str, list[TaskRef]]) -> None:
-    """Every renamed camera must belong to a selected benchmark: a typo is not silently ignored."""
+    """Every renamed camera must belong to a selected benchmark (a typo is not silently
+    ignored), its new name must be usable as a file's and a feature's, and the run must render
+    cameras at all."""
     known = {c for name, tasks in selection.items() if tasks for c in catalog.get(name).cameras}
-    for source, _ in options.camera_map:
+    for source, target in options.camera_map:
         if source.removesuffix("_image") not in known:
             raise OptionError(
                 f"--benchmark-camera-map: no camera {source!r} in the selected benchmarks; "
                 f"valid: {', '.join(sorted(known)) or 'none'}"
             )
+        bad = next((c for c in "/=," if c in target), None)
+        if bad is not None:
+            raise OptionError(
+                f"--benchmark-camera-map: {source}={target}: a camera name cannot hold {bad!r} "
+                "(it names files and features); use letters, digits, '_', '-' or '.'"
+            )
+    rendered = [
+        name
+        for name, tasks in selection.items()
+        if tasks and (options.obs or default_obs(catalog.get(name), options.policy)) != "state"
+    ]
+    if options.camera_map and not rendered:
+        raise OptionError(
+            "--benchmark-camera-map: renames cameras, but the run's observations are state only "
+            "(no camera is rendered); give --benchmark-obs=pixels (or lerobot), or leave the map "
+            "out"
+        )
 
 
 def _check_video(options: Settings, selection: dict[str, list[TaskRef]]) -> None:

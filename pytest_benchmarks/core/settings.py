@@ -27,6 +27,8 @@ DEFAULT_METRICS = "benchmark-results/metrics.json"
 DEFAULT_GATE = "stat"
 DEFAULT_ALPHA = 0.05
 DEFAULT_PROGRESS_S = 10.0
+#: The longest --benchmark-timeout: timers and waits past it overflow the platform's time_t.
+MAX_TIMEOUT_S = 1e8
 #: Upper bounds: seeds stay within numpy's and the simulators' 32-bit range after adding the
 #: episode index; a plan of more episodes than this is a typo, not a benchmark.
 MAX_SEED = 2**31 - 1
@@ -209,7 +211,10 @@ class Settings:
     timeout: float | None = setting(None, Option(
         "seconds a task may take (env start-up and all its episodes); a task past it is stopped, "
         "its env workers killed, and it is recorded as timed out (default: no limit)",
-        values.number(lambda x: 0 < x < math.inf, "a number of seconds > 0"), "SECONDS",
+        values.number(
+            lambda x: 0 < x <= MAX_TIMEOUT_S,
+            f"a number of seconds > 0 and at most {MAX_TIMEOUT_S:.0f} (about three years)",
+        ), "SECONDS",
     ))
     shard: tuple[int, int] | None = setting(None, Option(
         "run only shard I of N: the selected tasks, sorted by id, whose position mod N is I-1 "

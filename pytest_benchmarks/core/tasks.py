@@ -14,6 +14,15 @@ from typing import Any
 class SelectionError(ValueError):
     """A benchmark, task or group name that does not exist; the message lists the valid ones."""
 
+    #: The option the error blames.
+    option = "--benchmark-task"
+
+
+class EnvArgsError(SelectionError):
+    """The tasks cannot be made with ``--benchmark-env-arg``'s fields (they can without)."""
+
+    option = "--benchmark-env-arg"
+
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """`` (did you mean push-v3?)`` for a near miss among ``candidates``, else ``""``."""

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_benchmarks.core.files import check_writable, parts_dir
+from pytest_benchmarks.core.files import check_writable, lock_holder, parts_dir
 from pytest_benchmarks.core.policy_spec import PolicySpec, lerobot_missing
 from pytest_benchmarks.core.settings import (
     DEFAULT_METRICS,
@@ -125,6 +125,13 @@ def check_record_path(path: Path | None, resume: bool = False) -> None:
     except OSError as exc:
         raise OptionError(f"--benchmark-record: cannot write {path}: {exc}") from None
     parts = parts_dir(path)
+    holder = lock_holder(path) if parts.exists() else None
+    if holder is not None:
+        raise OptionError(
+            f"--benchmark-record: {path} is in use by another session (PID {holder or 'unknown'}), "
+            f"which is recording into {parts}; give this one another directory, or wait for that "
+            "one to end"
+        )
     if parts.exists() and not resume:
         raise OptionError(
             f"--benchmark-record: {parts} holds the episodes of an earlier run that was not "

@@ -8,8 +8,12 @@ way; run such envs in worker processes (a batch size above 1 without ``--benchma
 
 A policy may ignore SIGALRM, or re-arm the timer for its own use: ``GRACE_S`` after the limit a
 backstop thread delivers SIGUSR2 to the main thread, whose handler raises the same TaskTimeout.
-A process that cannot run its handler at all (stopped, or in a C loop) is ended from outside by
-the xdist controller (``plugin.watchdog``), which reads when its task started from the journal.
+A policy that also takes SIGUSR2 for itself (its own handler, or ignored) gets the TaskTimeout
+another ``GRACE_S`` later as an asynchronous exception in the main thread, which Python raises
+at the next line of Python it runs there. Code that never returns to Python (a C loop, a long
+sleep with every signal ignored) cannot be stopped from inside: once more ``GRACE_S`` later the
+process says so on stderr, and under xdist the controller ends it from outside
+(``plugin.watchdog``); without xdist the user must.
 
 pytest's fixture machinery must never see a TaskTimeout: it records only Exceptions and its own
 outcome exceptions as a fixture's error, and the fixture state a TaskTimeout leaves half set up
@@ -22,7 +26,9 @@ comes out of the fixture after that back into TaskTimeout once pytest is done.
 
 from __future__ import annotations
 
+import ctypes
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -53,7 +59,10 @@ class _Limit:
         #: Folders of the fixture machinery's code (pytest's), never interrupted.
         self.machinery: tuple[str, ...] = ()
         #: What interrupts a fixture's own code.
-        self.interrupt: Callable[[str], BaseException] = TaskTimeout
+        self.interrupt: type[BaseException] = TaskTimeout
+        #: The block under the limit has ended: late backstops do nothing.
+        self.done = False
+        self.lock = threading.Lock()
 
     def expire(self, signum: int, frame: FrameType | None) -> None:
         if not self.in_fixture:
@@ -75,9 +84,13 @@ def _backstop(signum: int, frame: FrameType | None) -> None:
 
 
 @contextmanager
-def time_limit(seconds: float | None, what: str) -> Iterator[None]:
+def time_limit(
+    seconds: float | None, what: str, notify: Callable[[str], None] | None = None
+) -> Iterator[None]:
     """Raise TaskTimeout in this block after ``seconds`` (None: no limit, or off the main thread,
-    where signals cannot be delivered), ``GRACE_S`` later through SIGUSR2 if SIGALRM did not."""
+    where signals cannot be delivered), ``GRACE_S`` later through SIGUSR2 if SIGALRM did not,
+    and so on (see the module's docstring); ``notify`` (else stderr) gets the line that says it
+    cannot be stopped from inside."""
     global _running
     if not seconds or threading.current_thread() is not threading.main_thread():
         yield
@@ -86,26 +99,79 @@ def time_limit(seconds: float | None, what: str) -> Iterator[None]:
     previous = signal.signal(signal.SIGALRM, limit.expire)
     # Installed for good: a backstop that fires as the block ends must find a handler.
     signal.signal(signal.SIGUSR2, _backstop)
-    backstop = threading.Timer(
-        seconds + GRACE_S, signal.pthread_kill, (threading.main_thread().ident, signal.SIGUSR2)
-    )
-    backstop.daemon = True
+    main = threading.main_thread().ident
+    assert main is not None
+    backstops = [
+        threading.Timer(seconds + GRACE_S, signal.pthread_kill, (main, signal.SIGUSR2)),
+        threading.Timer(seconds + 2 * GRACE_S, _raise_in, (main, limit)),
+        threading.Timer(seconds + 3 * GRACE_S, _say_stuck, (limit, seconds, notify)),
+    ]
     outer, _running = _running, limit
     signal.setitimer(signal.ITIMER_REAL, seconds)
-    backstop.start()
+    for backstop in backstops:
+        backstop.daemon = True
+        backstop.start()
     try:
         yield
     finally:
-        backstop.cancel()
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        _running = outer
+        try:
+            with limit.lock:  # no asynchronous TaskTimeout is left pending past the block
+                limit.done = True
+                _clear_async(main)
+        finally:
+            for backstop in backstops:
+                backstop.cancel()
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+            _running = outer
+
+
+def _raise_in(thread: int, limit: _Limit) -> None:
+    """The last backstop inside Python: TaskTimeout raised in ``thread`` at its next line of
+    Python, whatever it did with SIGALRM and SIGUSR2 (a fixture being built gets its own
+    interruption instead, as in ``_Limit.expire``)."""
+    with limit.lock:
+        if limit.done:
+            return
+        base = limit.interrupt if limit.in_fixture else TaskTimeout
+        if limit.in_fixture:
+            limit.expired = True
+        kind = _raised_as(base, limit.message)
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread), ctypes.py_object(kind))
+
+
+def _raised_as(base: type[BaseException], message: str) -> type[BaseException]:
+    """``base`` with ``message``: Python raises an asynchronous exception from its class alone."""
+
+    def __init__(self: BaseException) -> None:
+        base.__init__(self, message)
+
+    return type(base.__name__, (base,), {"__init__": __init__})
+
+
+def _clear_async(thread: int) -> None:
+    """Drop a pending asynchronous TaskTimeout of a block that ended before it was raised."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread), None)
+
+
+def _say_stuck(limit: _Limit, seconds: float, notify: Callable[[str], None] | None) -> None:
+    if limit.done:
+        return
+    line = (
+        f"pytest-benchmarks: {limit.message.split(' timed out')[0]} is past its "
+        f"--benchmark-timeout ({seconds:g} s) and cannot be stopped from inside: it runs code "
+        "outside Python with SIGALRM and SIGUSR2 taken from the run; end the session (Ctrl-C), "
+        "or run under xdist (-n), whose controller ends such a worker"
+    )
+    if notify is not None:
+        notify(line)
+        return
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
 
 
 @contextmanager
-def fixture_setup(
-    machinery: tuple[str, ...], interrupt: Callable[[str], BaseException]
-) -> Iterator[None]:
+def fixture_setup(machinery: tuple[str, ...], interrupt: type[BaseException]) -> Iterator[None]:
     """Run a fixture machinery whose code lies under the ``machinery`` folders (pytest's
     ``request.getfixturevalue``) under the running limit without breaking it; ``interrupt``
     makes the exception that stops the fixture's own code. See the module's docstring."""

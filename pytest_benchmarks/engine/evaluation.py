@@ -38,6 +38,7 @@ def evaluate_task(
     trace: StepTrace | None = None,
     recorder: EpisodeRecorder | None = None,
     check_policy: Callable[[dict[str, str | None]], None] | None = None,
+    notify: Callable[[str], None] | None = None,
 ) -> TaskResult:
     """Run the given episode indices of the vector env's task with ``policy`` (or the policy a
     function builds), building and episodes both within ``timeout`` seconds.
@@ -50,7 +51,8 @@ def evaluate_task(
     at the end, which also waits for the episodes' videos. A policy that declares its
     ``input_features`` gets black images from cameras none of them reads (nothing rendered),
     unless the episodes are recorded. ``check_policy`` may refuse the built policy's identity
-    (raising) before any episode runs.
+    (raising) before any episode runs. ``notify`` gets the line that says a task past its
+    limit cannot be stopped from inside (``deadline.time_limit``).
     """
     task = vector_env.config.task
     plan = plan_episodes(vector_env.benchmark, task, seed, episodes)
@@ -63,7 +65,7 @@ def evaluate_task(
 
     started = time.perf_counter()
     try:
-        with time_limit(timeout, task.id):
+        with time_limit(timeout, task.id, notify):
             acting = policy if isinstance(policy, Policy) else policy()
             result.policy = checked_identity(acting)
             if check_policy is not None:

@@ -3,23 +3,24 @@
 
 Two sessions writing one metrics file leave one session's rows and lose the other's without a
 word; two recording into one folder mix their episodes. A session therefore takes an exclusive
-``filelock`` on each output (``PATH.lock`` beside it; a snapshot folder's in the temporary
-folder, out of the repository) before any episode runs, and a second one is refused in one line
-naming the holder's PID (``PATH.lock.owner``). The operating system drops
-a dead process's lock, so a killed session's lock is simply taken over.
+``filelock`` on each output (``PATH.lock`` beside it) before any episode runs, and a second one
+is refused in one line naming the holder's PID (``PATH.lock.owner``). A snapshot folder, which
+lives in a repository, is locked as itself (``flock`` on the folder: no file is added to it),
+so two sessions meet whatever their temporary folders. The operating system drops a dead
+process's lock, so a killed session's lock is simply taken over.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
+import fcntl
 import os
-import tempfile
 from pathlib import Path
 
 from filelock import FileLock, Timeout
 
 from pytest_benchmarks.core.errors import one_line
+from pytest_benchmarks.core.files import lock_file
 from pytest_benchmarks.core.settings import Settings
 
 
@@ -33,13 +34,16 @@ class OutputLock:
     def __init__(self, target: Path, option: str, beside: bool = True) -> None:
         self.target = target
         self.option = option
+        self._lock: FileLock | FolderLock
+        #: Where the holder writes its PID (a folder's holder is read from ``/proc/locks``).
+        self.owner: Path | None = None
         if beside:
-            self.path = target.with_name(target.name + ".lock")
-        else:  # a folder in a repository (snapshots): its lock lives in the temp folder
-            digest = hashlib.sha256(str(target.absolute()).encode()).hexdigest()[:16]
-            self.path = Path(tempfile.gettempdir()) / "pytest-benchmarks-locks" / f"{digest}.lock"
-        self.owner = self.path.with_name(self.path.name + ".owner")
-        self._lock = FileLock(str(self.path), timeout=0)
+            self.path = lock_file(target)
+            self.owner = self.path.with_name(self.path.name + ".owner")
+            self._lock = FileLock(str(self.path), timeout=0)
+        else:  # a folder in a repository (snapshots): the folder itself is locked
+            self.path = target
+            self._lock = FolderLock(target)
         #: Why the output runs unlocked, if it does.
         self.error: str | None = None
         #: The lock made the output's folder (nothing else was there yet).
@@ -53,33 +57,90 @@ class OutputLock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._lock.acquire()
         except Timeout:
-            try:
-                holder = f"PID {int(self.owner.read_text().split()[0])}"
-            except (OSError, ValueError, IndexError):
-                holder = "PID unknown"
             raise OutputBusy(
-                f"{self.option}: {self.target} is in use by another session ({holder}); give "
-                "this one another path, or wait for that one to end"
+                f"{self.option}: {self.target} is in use by another session (PID "
+                f"{self.holder() or 'unknown'}); give this one another path, or wait for that "
+                "one to end"
             ) from None
         except OSError as exc:
             self.error = f"{self.option}: {self.target} is not locked ({one_line(exc)})"
             return
-        with contextlib.suppress(OSError):  # the holder's name only
-            self.owner.write_text(f"{os.getpid()}\n")
+        if self.owner is not None:
+            with contextlib.suppress(OSError):  # the holder's name only
+                self.owner.write_text(f"{os.getpid()}\n")
+
+    def holder(self) -> int | None:
+        """The PID of the session holding the lock, where it can be known."""
+        if self.owner is None:
+            return flock_holder(self.path)
+        try:
+            return int(self.owner.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
 
     def release(self) -> None:
         if self._lock.is_locked:
-            with contextlib.suppress(OSError):
-                self.owner.unlink()
+            if self.owner is not None:
+                with contextlib.suppress(OSError):
+                    self.owner.unlink()
             # The lock's own file stays: unlinking it would let two sessions lock two files.
             self._lock.release()
-            if self.made_folder and [p.name for p in self.path.parent.iterdir()] == [
-                self.path.name
-            ]:
+            if (
+                isinstance(self._lock, FileLock)
+                and self.made_folder
+                and [p.name for p in self.path.parent.iterdir()] == [self.path.name]
+            ):
                 # A session that wrote nothing leaves no folder behind.
                 with contextlib.suppress(OSError):
                     self.path.unlink()
                     self.path.parent.rmdir()
+
+
+class FolderLock:
+    """An exclusive ``flock`` on a folder (made if missing), taken at once or not at all."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._fd: int | None = None
+
+    @property
+    def is_locked(self) -> bool:
+        return self._fd is not None
+
+    def acquire(self) -> None:
+        """Raise filelock's Timeout when another process holds the folder."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise Timeout(str(self.folder)) from None
+        except OSError:
+            os.close(fd)
+            raise
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the last descriptor drops the lock
+            self._fd = None
+
+
+def flock_holder(path: Path) -> int | None:
+    """The PID holding a ``flock`` on ``path``, from Linux's ``/proc/locks`` (None elsewhere)."""
+    try:
+        info = path.stat()
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return None
+    device = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+    for line in lines:
+        words = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 4242 00:2a:1234 0 EOF" ("->" marks a waiter)
+        if len(words) >= 6 and words[1] == "FLOCK" and words[5] == device:
+            return int(words[4])
+    return None
 
 
 def lock_outputs(settings: Settings, metrics: bool = True) -> list[OutputLock]:

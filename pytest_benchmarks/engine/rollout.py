@@ -147,9 +147,9 @@ def run_episodes(
         now = time.perf_counter()
         for slot in ended:
             record = slots.end(slot, now)
+            on_episode(record)  # in the results and the journal before a write that may fail
             if recorder is not None:
                 recorder.end(slot, record)
-            on_episode(record)
         if any(slots.active) or pending:
             obs = start(ended)
             fresh = True

@@ -127,10 +127,13 @@ class RunEngine:
         processors: EnvProcessors,
         writer: Writer,
         progress: Callable[[TaskResult], None] | None = None,
+        notify: Callable[[str], None] | None = None,
     ) -> TaskResult:
         """Run the episodes ``env``'s task still lacks, within ``--benchmark-timeout``, and
         return the task's whole row (the kept episodes first). ``writer`` gets that row however
-        the task ends; an error propagates after it (see ``evaluation.evaluate_task``)."""
+        the task ends; an error propagates after it (see ``evaluation.evaluate_task``).
+        ``notify`` gets, the moment it happens, a line the user must see (the journal could
+        not be written, the task cannot be stopped from inside)."""
         settings = self.settings
         task = env.config.task
         kept, episodes = plan_task(self.resumed.get(task.id), settings.indices)
@@ -138,6 +141,7 @@ class RunEngine:
         trace = StepTraceFile(trace_path(settings.metrics, task)) if settings.debug else None
         log = self.journal
         if log is not None:
+            log.notify = notify
             log.start(kept or TaskResult(task, batch_size=env.num_envs, planned=planned))
 
         def episode_done(result: TaskResult) -> None:
@@ -165,6 +169,7 @@ class RunEngine:
                 trace=trace,
                 recorder=recorder_for(settings, env.benchmark, task, processors),
                 check_policy=None if kept is None else partial(same_policy, kept),
+                notify=notify,
             )
         finally:
             if trace is not None:

@@ -62,6 +62,10 @@ def read(document: Mapping[str, Any], path: Path) -> tuple[list[TaskResult], str
             "same --seed), and with no other"
         )
     episodes = [_seeded(entry, path, n) for n, entry in enumerate(document["per_episode"])]
+    aggregated = document.get("aggregated")
+    if isinstance(aggregated, dict):
+        wins = sum(e.success for e in episodes)
+        _check_rate(aggregated, wins, len(episodes), f"{path}: aggregated")
     suite, _, task_id = SINGLE_TASK.partition("/")
     ref = TaskRef(SOURCE, suite, task_id, int(task_id), "", SINGLE_TASK)
     result = TaskResult(ref, episodes, planned=len(episodes), policy={"source": SOURCE})
@@ -135,13 +139,44 @@ def _numbers(values: object, count: int, where: str) -> list[float]:
     return [float(v) for v in values]
 
 
+#: How far a stated percentage may be from the flags' (LeRobot rounds none; a file may).
+_PC_TOLERANCE = 0.01
+
+
 def _check_counts(entry: Mapping[str, Any], successes: Sequence[bool], where: str) -> None:
-    """LeRobot main's ``n_episodes``/``n_success`` beside the flags must agree with them."""
+    """LeRobot main's ``n_episodes``/``n_success``/``pc_success``/``pc_success_ci95`` beside
+    the flags must agree with them."""
     for key, value in (("n_episodes", len(successes)), ("n_success", sum(successes))):
         if key in entry and entry[key] != value:
             raise EvalInfoError(
                 f"{where}: {key} is {entry[key]!r} but its metrics.successes give {value}"
             )
+    _check_rate(entry, sum(successes), len(successes), where)
+
+
+def _check_rate(entry: Mapping[str, Any], wins: int, count: int, where: str) -> None:
+    """A stated success rate is a percentage equal to the flags' rate; its interval holds it."""
+    rate = entry.get("pc_success")
+    if rate is not None:
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 100:
+            raise EvalInfoError(f"{where}: pc_success is {rate!r}, not a percentage (0 to 100)")
+        if count and abs(rate - 100 * wins / count) > _PC_TOLERANCE:
+            raise EvalInfoError(
+                f"{where}: pc_success is {rate!r} but its successes give "
+                f"{100 * wins / count:g} ({wins}/{count})"
+            )
+    interval = entry.get("pc_success_ci95")
+    if interval is None:
+        return
+    if (
+        not isinstance(interval, list)
+        or len(interval) != 2
+        or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in interval)
+        or not 0 <= interval[0] <= interval[1] <= 100
+    ):
+        raise EvalInfoError(
+            f"{where}: pc_success_ci95 is {interval!r}, not an interval [low, high] within 0 to 100"
+        )
 
 
 def _check_total(overall: object, results: Sequence[TaskResult], path: Path) -> None:
@@ -153,3 +188,4 @@ def _check_total(overall: object, results: Sequence[TaskResult], path: Path) -> 
             f"{path}: overall.n_episodes is {overall['n_episodes']!r} but per_task holds {total} "
             "episodes"
         )
+    _check_rate(overall, sum(r.successes for r in results), total, f"{path}: overall")

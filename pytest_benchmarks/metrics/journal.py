@@ -23,9 +23,12 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
+import stat
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -74,6 +77,8 @@ class JournalWriter:
         self.path: Path | None = None
         #: Why the journal could not be written; nothing more is written after it.
         self.error: str | None = None
+        #: Told at once when the journal cannot be written (else a warning says it).
+        self.notify: Callable[[str], None] | None = None
 
     def _write(self, entry: dict[str, Any]) -> None:
         if self.error is not None:
@@ -90,13 +95,14 @@ class JournalWriter:
             # A full disk must not fail the run, which still writes its metrics JSON; this
             # process stops journaling rather than leave a damaged line mid-file.
             self.error = one_line(exc)
-            warnings.warn(
-                JournalWarning(
-                    f"journal: {self.path or self.folder}: {self.error}; this process's "
-                    "episodes are no longer journaled (the metrics JSON still holds each task)"
-                ),
-                stacklevel=2,
+            line = (
+                f"journal: {self.path or self.folder}: {self.error}; this process's "
+                "episodes are no longer journaled (the metrics JSON still holds each task)"
             )
+            if self.notify is not None:
+                self.notify(line)
+            else:
+                warnings.warn(JournalWarning(line), stacklevel=2)
             self.close()
 
     def _append(self, entry: dict[str, Any]) -> None:
@@ -153,14 +159,18 @@ def _parse(line: str) -> dict[str, Any]:
 
 def _lines(path: Path, notes: list[str]) -> list[dict[str, Any]]:
     """A file's entries; its last line dropped (with a note) when a kill cut it short."""
-    text = path.read_text(encoding="utf-8")
-    lines = text.split("\n")
-    cut = not text.endswith("\n")  # the last line never got its newline
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    cut = not data.endswith(b"\n")  # the last line never got its newline
     entries = []
-    for number, line in enumerate(lines, 1):
-        if not line:
+    for number, raw in enumerate(lines, 1):
+        if not raw:
             continue
         try:
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise JournalError("not a journal line (not UTF-8 text)") from None
             entries.append(_parse(line))
         except JournalError as exc:
             if cut and number == len(lines):
@@ -198,12 +208,30 @@ def _apply(journal: Journal, path: Path, entry: dict[str, Any]) -> None:
         raise KeyError(event)
 
 
+#: A journal file's name: the pid and the time (ns) its process opened it.
+_NAME = re.compile(r"[0-9]+-[0-9]+\.jsonl")
+
+
+def files(folder: Path, notes: list[str]) -> list[Path]:
+    """The folder's journal files, oldest first; anything else in it that looks like one (a
+    FIFO, a folder, another name) is named in ``notes`` and skipped, never opened."""
+    found = []
+    for path in folder.glob("*.jsonl"):
+        if not _NAME.fullmatch(path.name):
+            notes.append(f"journal: skipped {path}: not a journal file's name (PID-TIME.jsonl)")
+        elif path.is_symlink() or not stat.S_ISREG(path.lstat().st_mode):
+            notes.append(f"journal: skipped {path}: not a regular file")
+        else:
+            found.append(path)
+    return sorted(found, key=_age)
+
+
 def read(folder: Path) -> Journal:
     """Every file of ``folder`` merged, oldest first; an empty Journal without the folder."""
     journal = Journal()
     if not folder.is_dir():
         return journal
-    for path in sorted(folder.glob("*.jsonl"), key=_age):
+    for path in files(folder, journal.notes):
         for number, entry in enumerate(_lines(path, journal.notes), 1):
             try:
                 _apply(journal, path, entry)
@@ -219,14 +247,32 @@ def _age(path: Path) -> tuple[int, str]:
 
 
 def discard(folder: Path) -> int:
-    """Remove a journal folder; how many episode lines it held."""
+    """Remove a journal folder; how many episode lines it held.
+
+    A folder that is a symbolic link is unlinked, never followed: the files it points at are
+    another run's, and none of them was this run's to remove (0). A folder that cannot be
+    removed raises OSError: its episodes would mix into the new run's.
+    """
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        folder.unlink()
+        return 0
     if not folder.is_dir():
         return 0
     count = 0
-    for path in folder.glob("*.jsonl"):
-        try:
-            count += path.read_text(encoding="utf-8").count('"event":"episode"')
-        except OSError:
-            continue
-    shutil.rmtree(folder, ignore_errors=True)
+    journals = files(folder, [])
+    for path in journals:
+        with contextlib.suppress(OSError):
+            count += path.read_bytes().count(b'"event":"episode"')
+    shutil.rmtree(folder, ignore_errors=True)  # an empty read-only mount stays, harmlessly
+    left = [path for path in journals if path.exists()]
+    if left:
+        raise OSError(f"{left[0]} could not be removed")
     return count
+
+
+def undiscarded(folder: Path, exc: OSError) -> str:
+    """The one line for an earlier run's journal that ``discard`` could not remove."""
+    return (
+        f"journal: cannot remove {folder}, an earlier run's journal ({one_line(exc)}); remove "
+        "it, or carry that run on with --benchmark-resume"
+    )

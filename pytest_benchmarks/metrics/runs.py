@@ -76,6 +76,8 @@ def load_run(path: Path) -> tuple[dict[str, Any], str | None]:
 
 def _parse(path: Path) -> Any:
     """A file's JSON, each way it can fail said in one line."""
+    if path.exists() and not path.is_file():  # a FIFO would block the read for ever
+        raise InputError(f"{path}: not a regular file")
     try:
         return json.loads(path.read_text())
     except OSError as exc:
@@ -113,6 +115,7 @@ def merge(paths: Sequence[Path]) -> dict[str, Any]:
             owner[result.task.id] = path
             results.append(result)
     runs = [document["run"] for _, document in documents]
+    missing = _absent(runs)
     run = {
         **first["run"],
         "args": [arg for r in runs for arg in r["args"]],
@@ -120,12 +123,27 @@ def merge(paths: Sequence[Path]) -> dict[str, Any]:
         "started_at": min(r["started_at"] for r in runs),
         "finished_at": max(r["finished_at"] for r in runs),
         "duration_s": max(r["duration_s"] for r in runs),
-        "partial": any(r["partial"] for r in runs),
+        "partial": any(r["partial"] for r in runs) or bool(missing),
         "exitstatus": max((r["exitstatus"] or 0) for r in runs),
         "shards": [str(path) for path, _ in documents],
+        "missing_shards": missing,
         "shard": None,  # the merged document is the whole run
     }
     return build_metrics(results, run, first["policy"]["spec"])
+
+
+def _absent(runs: Sequence[dict[str, Any]]) -> list[str]:
+    """The shards (``I/N``) of a sharded run that none of ``runs`` is."""
+    cuts = [r["shard"] for r in runs if r.get("shard")]
+    if not cuts:
+        return []
+    count = cuts[0][1]
+    return [f"{i}/{count}" for i in range(1, count + 1) if i not in {c[0] for c in cuts}]
+
+
+def missing_shards(document: dict[str, Any]) -> list[str]:
+    """The shards a merged document lacks (from the shards it lists and their cut)."""
+    return list(document["run"].get("missing_shards") or [])
 
 
 def check_shards(documents: Sequence[tuple[Path, dict[str, Any]]]) -> None:

@@ -21,9 +21,13 @@ def _cell(result: TaskResult | None) -> str:
 
 
 def markdown(
-    results: list[TaskResult], baseline: list[TaskResult] | None = None, alpha: float = 0.05
+    results: list[TaskResult],
+    baseline: list[TaskResult] | None = None,
+    alpha: float = 0.05,
+    interrupted: str | None = None,
 ) -> str:
-    """A Markdown table, one row per task, then the overall rate."""
+    """A Markdown table, one row per task, then the overall rate; ``interrupted`` says how the
+    run was cut short, when it was (its document is ``partial``)."""
     ordered = sorted(results, key=lambda r: r.task.id)
     before = {r.task.id: r for r in baseline or []}
     judged = compare_results(ordered, baseline or [], alpha)
@@ -49,7 +53,13 @@ def markdown(
     rate = f"{100 * successes / n:.1f}%" if n else "–"
     lines.append(f"\n**Overall:** {successes}/{n} ({rate}, 95% interval {low:.1f}–{high:.1f}) "
                  f"over {len(ordered)} tasks.")  # fmt: skip
-    if baseline is not None:
+    if interrupted is not None:
+        unfinished = [f"`{r.task.id}`" for r in ordered if r.partial]
+        what = f" unfinished: {', '.join(unfinished)}" if unfinished else ""
+        lines.append(f"**Interrupted:** {interrupted};{what or ' every task listed finished'}.")
+    if baseline is not None and not judged:
+        lines.append("**Gate:** the baseline shares no task with this run; nothing was compared.")
+    elif baseline is not None:
         failed = [t for t, v in judged.items() if v.regression]
         errored = [r.task.id for r in ordered if r.error]
         outcome = f"regression in {', '.join(failed)}." if failed else "no regression."

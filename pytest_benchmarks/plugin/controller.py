@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import signal
 from typing import Any
 
 import pytest
@@ -23,7 +24,7 @@ from pytest_benchmarks.metrics import journal
 from pytest_benchmarks.metrics.judgement import judge, summary_lines
 from pytest_benchmarks.metrics.stats import Comparison
 from pytest_benchmarks.metrics.table import table
-from pytest_benchmarks.plugin import payload
+from pytest_benchmarks.plugin import payload, signals
 from pytest_benchmarks.plugin.nodeids import task_of_nodeid
 from pytest_benchmarks.plugin.progress import progress_line
 from pytest_benchmarks.plugin.recording import build_record
@@ -77,11 +78,10 @@ class Controller:
         self.watchdog: Watchdog | None = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        progress = getattr(report, "benchmark_progress", None)
-        if progress is not None:
+        event = getattr(report, "benchmark_event", None)
+        if event is not None:
             node = getattr(report, "node", None)
-            worker = getattr(getattr(node, "gateway", None), "id", None)
-            self.show(progress_line(progress, worker))
+            self.on_event(event, getattr(getattr(node, "gateway", None), "id", None))
             return
         carried = payload.read(report)
         if carried is None:
@@ -95,6 +95,21 @@ class Controller:
             return
         self.state.results.setdefault(result.task.id, result)
         self.write(partial=True, exitstatus=None)
+
+    def on_event(self, event: dict[str, Any], worker: str | None) -> None:
+        """What a running task told (``plugin.progress``); ``worker`` None without xdist."""
+        kind = event.get("kind")
+        if kind == "progress":
+            self.show(progress_line(event, worker))
+        elif kind == "notice":
+            self.show(f"[{worker}] {event['line']}" if worker else str(event["line"]))
+        elif self.watchdog is not None and worker is not None:
+            if kind == "start":
+                line = self.watchdog.started(worker, event)
+                if line is not None:
+                    self.show(line)
+            elif kind == "end":
+                self.watchdog.finished(worker)
 
     def show(self, line: str) -> None:
         """A whole line on the terminal, also mid-test (output capture is paused for it)."""
@@ -159,9 +174,17 @@ class Controller:
             node.workerinput[SERVER_KEY] = servers.for_worker(index).text()
 
     @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodeready(self, node: Any) -> None:
+        signals.workers_ready = True
+
+    @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """An xdist worker ended: keep the tasks it ran that no report carried (interrupted
-        mid-test), with their finished episodes."""
+        mid-test), with their finished episodes. While the session stops for a signal, a worker
+        that ended is not replaced: xdist is told to stop instead."""
+        dsession = self.config.pluginmanager.get_plugin("dsession")
+        if signals.received is not None and dsession is not None and not dsession.shouldstop:
+            dsession.shouldstop = f"stopped by {signal.Signals(signals.received).name}"
         output = getattr(node, "workeroutput", None) or {}
         # Every worker collects every test: its counts are the session's.
         collected, deselected = output.get(WORKER_COUNTS, (0, {}))
@@ -190,8 +213,7 @@ class Controller:
                 self.state.endpoint = endpoints[0].text()
         timeout = self.state.settings.timeout
         if timeout and getattr(self.config.option, "numprocesses", None):
-            folder = journal.folder_for(self.state.settings.metrics)
-            self.watchdog = Watchdog(folder, timeout)
+            self.watchdog = Watchdog(timeout)
             self.watchdog.start()
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -209,6 +231,10 @@ class Controller:
         for task_id, result in self.journaled().items():
             if task_id in selected:
                 self.state.results.setdefault(task_id, result)
+        for task_id, result in self.state.results.items():
+            error = signals.as_sent(result.error)
+            if error != result.error:
+                self.state.results[task_id] = dataclasses.replace(result, error=error)
         complete = (
             exitstatus != pytest.ExitCode.INTERRUPTED
             and not any(r.partial for r in self.state.results.values())

@@ -132,16 +132,21 @@ def evaluate(
 
     def rollout() -> TaskResult:
         unbuilt = None
+        reporter = ProgressReporter(request.node, benchmark_task.id, state.settings.progress_s)
+        reporter.start()
         try:
             return state.engine.run_task(
                 vector_env,
                 build_policy,
                 env_processors,
                 record,
-                progress=ProgressReporter(request.node, state.settings.progress_s),
+                progress=reporter,
+                notify=reporter.notice,
             )
         except PolicyError as exc:
             unbuilt = str(exc)
+        finally:
+            reporter.end()
         # Outside the except block, so the failure is one line with no chained exception.
         pytest.fail(f"{benchmark_task.id}: {unbuilt}", pytrace=False)
 

@@ -178,6 +178,10 @@ def check_snapshot_dirs(config: pytest.Config, nodeids: list[str]) -> None:
             lock.acquire()
         except OutputBusy as exc:
             pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+        if lock.error is not None:  # the report header, where the others' are, is printed
+            reporter = config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(lock.error, yellow=True)
         locks.append(lock)
 
 

@@ -1,27 +1,32 @@
-"""What a policy leaves running when the session ends: processes it forked and non-daemon threads
-it started. Each is reported in one line and ended, so the session exits, with its own status.
+"""What a policy leaves running when the session ends: processes it started and non-daemon
+threads. Each is reported in one line and ended, so the session exits, with its own status.
 
-Children of the process that ran the tasks (the session without xdist, or each xdist worker)
+Descendants of the process that ran the tasks (the session without xdist, or each xdist worker)
 that were not there when the session began are killed (SIGKILL) at its end, but for
-``multiprocessing``'s own resource tracker and forkserver, which end with the process. A thread
-cannot be killed, and Python waits for every non-daemon thread before it exits: at interpreter
-shutdown, before that wait (``threading._register_atexit``, the hook ``concurrent.futures`` uses
-too), the process exits with the session's status instead when such a thread is still alive. The
-idle workers of a ``ThreadPoolExecutor`` left open are no leftover: they are told to stop first, as
-``concurrent.futures`` itself does at exit, and only one still busy after a grace counts.
+``multiprocessing``'s own resource tracker and forkserver, which end with the process. That
+process is made a child subreaper (Linux's ``PR_SET_CHILD_SUBREAPER``), so a daemon a policy
+double-forks into its own session (``setsid``) is re-parented to it and found too, not to init.
+A helper is known by its command line being exactly what ``multiprocessing`` runs (an import
+of its ``main`` and a call with literal arguments), so a look-alike that runs code of its own
+is a leftover. A thread cannot be killed, and Python waits for every non-daemon thread before it
+exits: at interpreter shutdown, before that wait (``threading._register_atexit``, the hook
+``concurrent.futures`` uses too), the process exits with the session's status instead when such
+a thread is still alive. The idle workers of a ``ThreadPoolExecutor`` left open are no leftover:
+they are told to stop first, as ``concurrent.futures`` itself does at exit, and only one still
+busy after a grace counts.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import ctypes
 import os
-import signal
 import sys
 import threading
 import time
-from pathlib import Path
 
-from pytest_benchmarks.plugin.signals import child_pids
+import psutil
 
 #: How long idle executor workers get to stop once told to.
 EXECUTOR_GRACE_S = 2.0
@@ -31,31 +36,46 @@ _registered = False
 
 
 class Leftovers:
-    """The children and threads there were when the session began."""
+    """The descendants and threads there were when the session began."""
 
     def __init__(self) -> None:
-        self.children = set(child_pids())
+        become_subreaper()
+        self.children = {_key(p) for p in descendants()}
         self.threads = {thread.ident for thread in threading.enumerate()}
         #: The session's exit status, once known.
         self.status = 0
 
     def end_children(self) -> list[str]:
-        """Kill the children started since the session began; a line for each."""
-        lines = []
-        for pid in child_pids():
-            if pid in self.children:
-                continue
-            with contextlib.suppress(OSError):
-                words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-                if any(word.startswith(HELPER_COMMANDS) for word in words):
-                    continue  # multiprocessing's own helper: it ends with the process
-                name = describe(pid, words)
-                os.kill(pid, signal.SIGKILL)
-                lines.append(
-                    f"leftover: process {pid} ({name}), started during the session and still "
-                    "running at its end, was killed"
-                )
+        """Kill the descendants started since the session began; a line for each."""
+        lines: list[str] = []
+        for _ in range(_ROUNDS):  # a killed parent's children are re-parented here: look again
+            killed = self._end_round(lines)
+            _reap()
+            if not killed:
+                break
+            time.sleep(_REPARENT_S)
         return lines
+
+    def _end_round(self, lines: list[str]) -> bool:
+        killed = False
+        helpers: set[int] = set()
+        for process in descendants():  # parents before their children
+            try:
+                if _key(process) in self.children or process.status() == psutil.STATUS_ZOMBIE:
+                    continue
+                if process.ppid() in helpers or is_multiprocessing_helper(process.cmdline()):
+                    helpers.add(process.pid)  # it, and what it started, end with the process
+                    continue
+                name = describe(process)
+                process.kill()
+            except psutil.Error:
+                continue
+            killed = True
+            lines.append(
+                f"leftover: process {process.pid} ({name}), started during the session and still "
+                "running at its end, was killed"
+            )
+        return killed
 
     def live_threads(self) -> list[threading.Thread]:
         """Non-daemon threads started since the session began that are still running."""
@@ -91,24 +111,89 @@ class Leftovers:
         os._exit(self.status)
 
 
-def describe(pid: int, words: list[bytes]) -> str:
-    """The process's name and its command line (``words``), cut short: what tells the user
-    whose it is."""
-    name = Path(f"/proc/{pid}/comm").read_text().strip()
-    command = " ".join(word.decode(errors="replace") for word in words if word)
+#: Rounds of killing and how long a killed parent's children get to be re-parented here.
+_ROUNDS, _REPARENT_S = 5, 0.05
+#: prctl's option that makes orphaned descendants this process's children.
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> None:
+    """Orphaned descendants become this process's children, not init's (Linux; else nothing)."""
+    if sys.platform != "linux":
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def descendants() -> list[psutil.Process]:
+    """This process's descendants, each parent before its children."""
+    try:
+        return psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _key(process: psutil.Process) -> tuple[int, float]:
+    """A process as itself: its pid and creation time (a pid alone may be reused)."""
+    try:
+        return (process.pid, process.create_time())
+    except psutil.Error:
+        return (process.pid, 0.0)
+
+
+def _reap() -> None:
+    """Collect the exit status of children that ended (re-parented ones have no other parent
+    to do it), so none stays a zombie; children that subprocess or multiprocessing started are
+    left to them."""
+    for process in descendants():
+        with contextlib.suppress(psutil.Error, ChildProcessError, OSError):
+            if process.ppid() == os.getpid() and process.status() == psutil.STATUS_ZOMBIE:
+                os.waitpid(process.pid, os.WNOHANG)
+
+
+def describe(process: psutil.Process) -> str:
+    """The process's name and its command line, cut short: what tells the user whose it is."""
+    name = process.name()
+    command = " ".join(word for word in process.cmdline() if word)
     if not command:
         return name
     return f"{name}: {command if len(command) <= 120 else command[:117] + '...'}"
 
 
-#: How multiprocessing starts its resource tracker (shared memory, semaphores) and its
-#: forkserver (``python -c ...``): helpers that live as long as the process and end when it
-#: exits; killed early, the tracker's clean-up of shared memory is lost. Known by their command
-#: line, since multiprocessing's own record of the forkserver's pid missed one in practice.
-HELPER_COMMANDS = (
-    b"from multiprocessing.resource_tracker import main",
-    b"from multiprocessing.forkserver import main",
-)
+#: The modules whose ``main`` multiprocessing runs as a helper process: the resource tracker
+#: (shared memory, semaphores) and the forkserver. They live as long as the process and end
+#: when it exits; killed early, the tracker's clean-up of shared memory is lost.
+HELPER_MODULES = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
+
+
+def is_multiprocessing_helper(command: list[str]) -> bool:
+    """Whether ``command`` is ``python -c "from M import main; main(LITERALS)"`` for one of the
+    helper modules, and nothing else (its code parsed, not matched as text)."""
+    if "-c" not in command or command.index("-c") + 1 >= len(command):
+        return False
+    try:
+        body = ast.parse(command[command.index("-c") + 1]).body
+    except SyntaxError:
+        return False
+    if len(body) != 2 or not isinstance(body[0], ast.ImportFrom):
+        return False
+    imported, call = body[0], body[1]
+    if (
+        imported.module not in HELPER_MODULES
+        or [(a.name, a.asname) for a in imported.names] != [("main", None)]
+        or not isinstance(call, ast.Expr)
+        or not isinstance(call.value, ast.Call)
+        or not isinstance(call.value.func, ast.Name)
+        or call.value.func.id != "main"
+    ):
+        return False
+    arguments = [*call.value.args, *(k.value for k in call.value.keywords)]
+    try:
+        for argument in arguments:
+            ast.literal_eval(argument)
+    except ValueError:
+        return False
+    return True
 
 
 def _stop_idle_executor_workers(threads: list[threading.Thread]) -> bool:

@@ -37,19 +37,43 @@ def add_options(parser: pytest.Parser) -> None:
             parser.addini(option.dest, option.help, type="string", default=None)
 
 
-def read(config: pytest.Config) -> dict[str, Any]:
-    """Each option's raw value, the command line before the ini file; unset options left out."""
+def ini_name(config: pytest.Config, flag: str) -> str:
+    """How an error names an option whose value came from the ini file: the key and the file."""
+    dest = next(option.dest for option in OPTIONS if option.flag == flag)
+    return f"{dest} (ini key for {flag}, in {config.inipath})"
+
+
+def from_ini(config: pytest.Config, flag: str, error: str) -> str:
+    """``error`` (which starts with the flag's name) naming the ini key and file instead."""
+    return ini_name(config, flag) + error.removeprefix(flag)
+
+
+def read(config: pytest.Config, sources: set[str] | None = None) -> dict[str, Any]:
+    """Each option's raw value, the command line before the ini file; unset options left out.
+    ``sources`` receives the flags whose value came from the ini file."""
     raw: dict[str, Any] = {}
     for option in OPTIONS:
         value = config.getoption(option.dest)
         if option.is_flag:
             # Set on the command line, else the ini file's spelling (true, no, ...) or unset.
-            raw[option.flag] = True if value else config.getini(option.dest) or False
+            if value:
+                raw[option.flag] = True
+                continue
+            try:
+                raw[option.flag] = config.getini(option.dest) or False
+            except (ValueError, pytest.UsageError) as exc:  # a bool pytest cannot read ("maybe")
+                raise OptionError(
+                    f"{ini_name(config, option.flag)}: {exc}; give true or false"
+                ) from None
+            if raw[option.flag] and sources is not None:
+                sources.add(option.flag)
             continue
         if isinstance(value, str) and not value.strip():
             raise OptionError(f"{option.flag}: empty value; give one, or leave the option out")
         if value is None:
             value = config.getini(option.dest)  # unset in the ini file: ""
+            if value and sources is not None:
+                sources.add(option.flag)
             if option.ini_path and value and config.inipath is not None:
                 # As pytest does for its own ini paths: relative to the ini file's directory.
                 value = str(config.inipath.parent / os.path.expanduser(value))
@@ -63,11 +87,16 @@ def load(config: pytest.Config, check_metrics: bool) -> tuple[Settings, Selectio
 
     ``check_metrics``: this process writes the metrics file (the controller), so check it now.
     """
+    sources: set[str] = set()
     try:
-        options = with_declared_images(validate(read(config), config.rootpath))
+        options = with_declared_images(validate(read(config, sources), config.rootpath))
         if check_metrics:
             check_metrics_path(options.metrics)
             check_record_path(options.record, options.resume)
         return options, select(options)
     except OptionError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        error = str(exc)
+        flag = next((f for f in sorted(sources) if error.startswith(f"{f}:")), None)
+        if flag is not None:
+            error = from_ini(config, flag, error)
+        raise pytest.UsageError(error) from None

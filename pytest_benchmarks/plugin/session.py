@@ -117,7 +117,10 @@ def _new_state(
     if is_controller and not settings.resume:
         # A new run (this session holds its outputs): an earlier run's journal would mix in.
         folder = journal.folder_for(settings.metrics)
-        dropped = journal.discard(folder)
+        try:
+            dropped = journal.discard(folder)
+        except OSError as exc:
+            raise pytest.UsageError(journal.undiscarded(folder, exc)) from None
         if dropped:
             journal_line = (
                 f"journal: removed {folder}, an earlier run's {dropped} finished episodes "

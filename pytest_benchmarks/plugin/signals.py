@@ -13,7 +13,8 @@ metrics JSON is written with ``partial`` and the exit status:
   (a KeyboardInterrupt) for SIGTERM, KeyboardInterrupt for SIGINT; pytest and the plugin then
   take their Ctrl-C path. A worker ignores a SIGTERM after its first signal: that is its
   controller passing on the stop the worker is already in (after a group's SIGINT, SIGHUP or
-  SIGTERM), not a second request.
+  SIGTERM), not a second request. A session's second Ctrl-C is told that the stop (the metrics
+  JSON and the summary, moments away) is under way; a third ends it at once.
 - xdist's controller does not raise on the first signal, which would stop it listening to its
   workers: it passes SIGTERM on to them, they hand over what they finished, and xdist ends the
   session as interrupted. A second Ctrl-C (or SIGTERM) there ends the session at once.
@@ -42,6 +43,28 @@ _DEFAULTS: dict[int, Callable[[int, FrameType | None], object] | int] = {
 
 class Terminated(KeyboardInterrupt):
     """The session received SIGTERM (or SIGHUP)."""
+
+
+#: The signal that started the controller's stop, once one did (it passes SIGTERM on).
+received: int | None = None
+#: An xdist worker is up and has its own handlers (set by the controller): before that, a signal
+#: ends the controller at once, since workers still starting cannot hand anything over.
+workers_ready = False
+
+
+def as_sent(error: str | None) -> str | None:
+    """A task's error as the user's signal would have made it, where the controller got a
+    signal other than SIGTERM and passed SIGTERM on to the worker that ran the task."""
+    forwarded = "Terminated: SIGTERM"
+    if error is None or received in (None, signal.SIGTERM) or not error.startswith(forwarded):
+        return error
+    # What the worker would have recorded had the signal reached it directly.
+    name = "KeyboardInterrupt" if received == signal.SIGINT else f"Terminated: {_name(received)}"
+    return name + error.removeprefix(forwarded) + " (sent to the controller, passed on as SIGTERM)"
+
+
+def _name(signum: int | None) -> str:
+    return signal.Signals(signum).name if signum is not None else "?"
 
 
 def child_pids() -> list[int]:
@@ -74,11 +97,14 @@ def _raise_for(signum: int) -> None:
 def install(role: str) -> Callable[[], None]:
     """Handle SIGINT, SIGTERM and SIGHUP as the module says for ``role``: ``session`` (no
     xdist), ``worker`` or ``controller``. Returns the function that restores the defaults."""
+    global received, workers_ready
+    received, workers_ready = None, False  # a new session (in-process ones follow one another)
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
-    handled = [signal.SIGTERM, signal.SIGHUP] + ([signal.SIGINT] if role != "session" else [])
+    handled = [signal.SIGTERM, signal.SIGHUP, signal.SIGINT]
     handled = [s for s in handled if signal.getsignal(s) is _DEFAULTS[s]]  # else someone's own
     first: int | None = None  # the signal that started the stop
+    told = False  # a session's second Ctrl-C was told the stop is under way
 
     def restore() -> None:
         for signum in handled:
@@ -87,15 +113,28 @@ def install(role: str) -> Callable[[], None]:
 
     def handler(signum: int, frame: FrameType | None) -> None:
         nonlocal first
+        global received
         if first is None:
             first = signum
-            if role == "controller" and _forward(signal.SIGTERM):
+            if role == "controller":
+                received = signum
+            if role == "controller" and workers_ready and _forward(signal.SIGTERM):
                 sys.stderr.write(
                     "\npytest-benchmarks: stopping; the workers hand over what they finished "
                     "(Ctrl-C again to stop at once)\n"
                 )
                 return  # keep listening to the workers
             _raise_for(signum)
+        nonlocal told
+        if role == "session" and signum == signal.SIGINT and not told:
+            # Without xdist the stop writes the metrics JSON and the summary in moments; a
+            # Ctrl-C raised into that would end it with a traceback and a stale document.
+            told = True
+            sys.stderr.write(
+                "\npytest-benchmarks: stopping; the metrics JSON and the summary follow "
+                "(Ctrl-C once more to stop at once)\n"
+            )
+            return
         if role == "worker" and signum == signal.SIGTERM:
             # The controller passing on the stop this worker is already in (a group's SIGTERM
             # reaches a worker twice: from the sender and from its controller); a hung worker

@@ -23,6 +23,10 @@ def process_alive(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
 
 
+#: The server's start-up line (``serving.server``): ``policy server: ... loaded in N s``.
+STARTED_PREFIX, STARTED_MARK = "policy server: ", ", loaded in "
+
+
 class PolicyServerError(RuntimeError):
     """The policy server failed a request, or ended; one line."""
 
@@ -47,12 +51,22 @@ class Endpoint:
         return process_alive(self.pid)
 
     def last_words(self) -> str:
-        """The last line the server wrote to its log (its error, when it failed)."""
+        """The last line the server wrote to its log (its error, when it failed); a server
+        whose last line is still its start-up line ended without a word, as a process killed
+        from outside does."""
         try:
             lines = [line for line in Path(self.log).read_text().splitlines() if line.strip()]
         except OSError:
             return f"its log {self.log} cannot be read"
-        return lines[-1].strip() if lines else f"nothing in its log {self.log}"
+        if not lines:
+            return f"nothing in its log {self.log}"
+        last = lines[-1].strip()
+        if last.startswith(STARTED_PREFIX) and STARTED_MARK in last:
+            return (
+                "it ended without a word, as a process killed from outside does (SIGKILL, the "
+                f"out-of-memory killer); the last line of its log {self.log} is its start-up"
+            )
+        return last
 
     def ended(self) -> PolicyServerError:
         return PolicyServerError(

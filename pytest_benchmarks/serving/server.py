@@ -27,7 +27,7 @@ from typing import Any
 import zmq
 
 from pytest_benchmarks.core.errors import one_line
-from pytest_benchmarks.policies.endpoint import process_alive
+from pytest_benchmarks.policies.endpoint import STARTED_MARK, STARTED_PREFIX, process_alive
 from pytest_benchmarks.policies.shared_batch import Inbox
 
 #: How long a gathered request waits for the other workers' (a bound, not a target).
@@ -249,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         actor, checkpoint.identity, args.address, args.wait_ms / 1000, args.max_batch
     )
     print(
-        f"policy server: {args.policy} on {args.device} at {args.address}, loaded in "
+        f"{STARTED_PREFIX}{args.policy} on {args.device} at {args.address}{STARTED_MARK}"
         f"{time.perf_counter() - started:.1f} s",
         flush=True,
     )

@@ -382,3 +382,45 @@ def test_a_build_on_a_full_disk_leaves_no_dataset_and_keeps_every_part(
     code, out_text, err = record_build(capsys, str(full_disk / "data"))
     assert code == 0, err[-3000:]
     assert out_text.startswith(f"LeRobotDataset at {full_disk / 'data'}: 3 episodes")
+
+
+def test_an_episode_whose_recording_fails_on_a_full_disk_is_kept(
+    toy_project: pytest.Pytester, full_disk: Path
+):
+    """The episode finished in the simulator: it is in the row and the journal before its part
+    file is written, so a write that fails ends the task with the error and loses nothing."""
+    metrics = toy_project.path / "run.json"
+    result = toy_project.runpytest(
+        "-p", "no:cacheprovider", "--benchmark-task=walk", "--benchmark-episodes=3",
+        "--benchmark-batch-size=1", f"--benchmark-record={full_disk / 'data'}",
+        f"--benchmark-metrics={metrics}",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    row = json.loads(metrics.read_text())["results"][0]
+    assert "No space left on device" in row["error"], row["error"]
+    assert [e["index"] for e in row["episodes"]] == [0]
+
+
+def test_a_second_session_on_a_live_recordings_parts_is_told_it_is_in_use(
+    toy_project: pytest.Pytester,
+):
+    """The first session holds with episodes already in DIR.parts: the second is told the
+    folder is another live session's, not advised to remove or build what is being written."""
+    from held import HOLD, finish, held, start
+
+    data = toy_project.path / "data"
+    first = start(toy_project, f"--benchmark-record={data}", "--benchmark-metrics=first.json",
+                  hold_at=HOLD)  # fmt: skip
+    held(toy_project, first)
+    second = toy_project.runpytest(
+        "-p", "no:cacheprovider", f"--benchmark-record={data}", "--benchmark-metrics=second.json"
+    )
+    (toy_project.path / "go").touch()
+    finish(first, toy_project)
+    assert second.ret == pytest.ExitCode.USAGE_ERROR
+    second.stderr.fnmatch_lines([
+        f"ERROR: --benchmark-record: {data} is in use by another session (PID {first.pid}), which "
+        f"is recording into {data}.parts; give this one another directory, or wait for that one "
+        "to end"
+    ])  # fmt: skip
+    assert first.returncode == 0

@@ -213,6 +213,10 @@ def test_a_mix_with_a_metrics_file_is_matched_by_name_and_judged_unpaired(infos,
         (lambda d: d["per_task"][1].update(task_id=0), "per_task[1] repeats task line/0 (per_task[0])"),
         (lambda d: d["per_task"][0]["metrics"]["sum_rewards"].pop(), "per_task[0].metrics.sum_rewards: not a list of 20 numbers, one per episode"),
         (lambda d: d["overall"].update(n_episodes=3), "overall.n_episodes is 3 but per_task holds 40 episodes"),
+        (lambda d: d["per_task"][0].update(pc_success=999), "per_task[0]: pc_success is 999, not a percentage (0 to 100)"),
+        (lambda d: d["per_task"][0].update(pc_success=12.5), "per_task[0]: pc_success is 12.5 but its successes give 100 (20/20)"),
+        (lambda d: d["per_task"][0].update(pc_success_ci95=[-5, 700]), "per_task[0]: pc_success_ci95 is [-5, 700], not an interval [low, high] within 0 to 100"),
+        (lambda d: d["overall"].update(pc_success=-3.0), "overall: pc_success is -3.0, not a percentage (0 to 100)"),
     ],
 )  # fmt: skip
 def test_a_damaged_eval_info_is_one_line(infos, capsys, tmp_path, edit, message):

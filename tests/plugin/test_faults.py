@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -176,13 +177,16 @@ def test_timeout_kills_workers_that_ignore_sigterm_or_are_stopped(toy_project: p
 
 
 @pytest.mark.parametrize(
-    ("factory", "episodes"), [("deaf_to_alarms", 2), ("rearming", 400)], ids=["deaf", "rearming"]
+    ("factory", "episodes"),
+    [("deaf_to_alarms", 2), ("rearming", 400), ("deaf_to_both", 2)],
+    ids=["deaf", "rearming", "deaf-to-both"],
 )
 def test_a_policy_that_ignores_or_rearms_the_alarm_still_times_out(
     toy_project: pytest.Pytester, factory: str, episodes: int
 ):
     """SIGALRM ignored (and the build asleep), or the timer pushed on at every step: the
-    backstop (SIGUSR2, a grace after the limit) ends the task as TaskTimeout all the same."""
+    backstop (SIGUSR2, a grace after the limit) ends the task as TaskTimeout all the same; with
+    SIGUSR2 taken too, the exception raised in the main thread a grace later does."""
     toy_project.makepyfile(hostile=HOSTILE_POLICIES)
     result = toy_project.runpytest_subprocess(
         "-p", "no:cacheprovider", f"--benchmark-policy=module:hostile:{factory}",
@@ -192,6 +196,40 @@ def test_a_policy_that_ignores_or_rearms_the_alarm_still_times_out(
     result.assert_outcomes(failed=2)
     error = rows(toy_project)["toy/walk"]["error"]
     assert error == "TaskTimeout: toy/walk timed out after 1 s (--benchmark-timeout)"
+
+
+def test_a_task_stuck_outside_python_with_both_signals_ignored_is_said_while_it_hangs(
+    toy_project: pytest.Pytester,
+):
+    """At -n 0 nothing inside the process can stop a sleep in C with SIGALRM and SIGUSR2
+    ignored: the session says so on stderr, naming the task and the limit, while it hangs."""
+    toy_project.makepyfile(hostile=HOSTILE_POLICIES)
+    session = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--benchmark-task=walk",
+         "--benchmark-policy=module:hostile:deaf_outside_python", "--benchmark-timeout=1"],
+        cwd=toy_project.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    said = "pytest-benchmarks: toy/walk is past its --benchmark-timeout"
+    killer = threading.Timer(120, os.killpg, (session.pid, signal.SIGKILL))  # a bound, not a wait
+    killer.start()
+    try:
+        seen = []
+        for line in session.stdout:  # type: ignore[union-attr]
+            seen.append(line)
+            if said in line:
+                break
+    finally:
+        killer.cancel()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(session.pid, signal.SIGKILL)
+        session.wait()
+    assert seen and seen[-1].strip() == (
+        "pytest-benchmarks: toy/walk is past its --benchmark-timeout (1 s) and cannot be stopped "
+        "from inside: it runs code outside Python with SIGALRM and SIGUSR2 taken from the run; "
+        "end the session (Ctrl-C), or run under xdist (-n), whose controller ends such a worker"
+    ), seen
+    assert (toy_project.path / "asleep").exists()
 
 
 def test_a_stopped_xdist_worker_is_ended_from_outside_and_keeps_its_episodes(
@@ -220,7 +258,9 @@ def test_threads_and_processes_a_policy_leaves_are_ended_with_the_sessions_statu
     toy_project: pytest.Pytester, workers: str
 ):
     """A policy's non-daemon thread no longer keeps the process alive after "passed", and the
-    child it started is killed: one line each, and the session's own exit status."""
+    child it started is killed: one line each, and the session's own exit status. So is a
+    daemon it double-forked into its own session (re-parented to the session's process, a
+    subreaper), and a child that only looks like multiprocessing's resource tracker."""
     toy_project.makepyfile(hostile=HOSTILE_POLICIES)
     for factory, line in [
         ("threading_", "leftover: thread 'policy-poller', started during the session and not a "
@@ -228,6 +268,11 @@ def test_threads_and_processes_a_policy_leaves_are_ended_with_the_sessions_statu
         ("forking", "leftover: process * (python*: *python* -c import time; time.sleep(3600)), "
                     "started during the session and still "
                     "running at its end, was killed"),
+        ("daemonizing", "leftover: process * (python*: *time.sleep(7200)), started during the "
+                        "session and still running at its end, was killed"),
+        ("imitating", "leftover: process * (python*: *resource_tracker import main; import time; "
+                      "time.sleep(5400)), started during the session and still running at its "
+                      "end, was killed"),
     ]:  # fmt: skip
         result = toy_project.runpytest_subprocess(
             "-p", "no:cacheprovider", "-n", workers, f"--benchmark-policy=module:hostile:{factory}",
@@ -236,8 +281,9 @@ def test_threads_and_processes_a_policy_leaves_are_ended_with_the_sessions_statu
         assert result.ret == pytest.ExitCode.OK
         result.assert_outcomes(passed=2)
         assert fnmatch.filter(result.stdout.lines + result.stderr.lines, f"*{line}*"), result
-    child = int((toy_project.path / "child.txt").read_text())
-    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text()
+    for name in ("child.txt", "grandchild.txt"):
+        pid = int((toy_project.path / name).read_text())
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
     assert leftover_processes(str(toy_project.path)) == []
 
 
@@ -275,11 +321,16 @@ def test_an_executor_left_open_is_no_leftover_but_one_still_busy_is(
     busy.stderr.fnmatch_lines(["leftover: thread 'policy-pool_*', started during the session*"])
 
 
-def test_bad_timeout_is_one_line(toy_project: pytest.Pytester):
-    result = run(toy_project, "--benchmark-timeout=soon")
+@pytest.mark.parametrize("value", ["soon", "1e12", "0"])
+def test_bad_timeout_is_one_line(toy_project: pytest.Pytester, value: str):
+    """A word, or a limit past what the platform's timers hold (1e12 s overflowed time_t)."""
+    result = toy_project.runpytest("-p", "no:cacheprovider", f"--benchmark-timeout={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["ERROR: --benchmark-timeout: 'soon' is not a number of seconds > 0"]
+        [
+            f"ERROR: --benchmark-timeout: '{value}' is not a number of seconds > 0 and at most "
+            "100000000 (about three years)"
+        ]
     )
 
 
@@ -339,11 +390,16 @@ def make(config, num_envs):
 
 
 def beside_a_held_session(
-    project: pytest.Pytester, args: list[str], first: list[str], second: list[str]
+    project: pytest.Pytester,
+    args: list[str],
+    first: list[str],
+    second: list[str],
+    env: dict[str, str] | None = None,
 ) -> tuple[int, subprocess.CompletedProcess[str]]:
-    """Run a session (``args + second``) while another (``args + first``, its policy held
-    before its first action) runs; that one's PID and this one's outcome, after the held one
-    finished (exit 0). The held session's process group is ended however this ends."""
+    """Run a session (``args + second``, with ``env`` added to its environment) while another
+    (``args + first``, its policy held before its first action) runs; that one's PID and this
+    one's outcome, after the held one finished (exit 0). The held session's process group is
+    ended however this ends."""
     project.makepyfile(held=HELD)
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
     held = subprocess.Popen(
@@ -354,7 +410,10 @@ def beside_a_held_session(
         while not (project.path / "started").exists():
             assert held.poll() is None, "the held session ended before its first episode"
             time.sleep(0.01)
-        done = subprocess.run([*command, *second], cwd=project.path, capture_output=True, text=True)
+        done = subprocess.run(
+            [*command, *second], cwd=project.path, capture_output=True, text=True,
+            env={**os.environ, **(env or {})},
+        )  # fmt: skip
         (project.path / "go").touch()
         assert held.wait(timeout=300) == 0
     finally:
@@ -388,13 +447,16 @@ def test_a_second_session_on_one_metrics_path_is_refused_naming_the_first(
     assert again.returncode == 0 and read_metrics(path)["run"]["seed"] == 2
 
 
-def test_a_second_session_updating_the_same_snapshots_is_refused(toy_project: pytest.Pytester):
+def test_a_second_session_updating_the_same_snapshots_is_refused(
+    toy_project: pytest.Pytester, tmp_path: Path
+):
     """--snapshot-update: the test file's snapshot folder is one session's at a time, whatever
-    metrics file each writes."""
+    metrics file and temporary folder each has (the folder itself is locked)."""
     args = ["--snapshot-update", "--benchmark-task=walk", "--benchmark-episodes=2", "-q"]
     pid, second = beside_a_held_session(
-        toy_project, args, ["--benchmark-metrics=first.json"], ["--benchmark-metrics=second.json"]
-    )
+        toy_project, args, ["--benchmark-metrics=first.json"], ["--benchmark-metrics=second.json"],
+        env={"TMPDIR": str(tmp_path)},
+    )  # fmt: skip
     assert second.returncode == pytest.ExitCode.USAGE_ERROR, second.stdout + second.stderr
     folder = toy_project.path / "__benchmark_snapshots__" / "test_toy"
     assert (
@@ -457,6 +519,24 @@ def forking(config, num_envs):
     Path("child.txt").write_text(str(child.pid))
     return Forward(num_envs)
 
+def daemonizing(config, num_envs):
+    # A daemon as a double fork makes one: a grandchild in its own session, its parent gone.
+    import subprocess
+    code = ("import os, time; open('grandchild.txt', 'w').write(str(os.getpid())); "
+            "time.sleep(7200)")
+    subprocess.run(["sh", "-c", f'setsid {sys.executable} -c "{code}" &'], check=True)
+    while not Path("grandchild.txt").exists():
+        time.sleep(0.01)
+    return Forward(num_envs)
+
+def imitating(config, num_envs):
+    # A child whose command line starts as multiprocessing's resource tracker's does.
+    import subprocess
+    subprocess.Popen([sys.executable, "-c",
+                      "from multiprocessing.resource_tracker import main; import time; "
+                      "time.sleep(5400)"])
+    return Forward(num_envs)
+
 def sharing(config, num_envs):
     # Shared memory and a forkserver's process: multiprocessing starts its resource tracker
     # and its forkserver, helpers that live as long as the process.
@@ -474,6 +554,26 @@ def sharing(config, num_envs):
 def deaf_to_alarms(config, num_envs):
     import signal
     signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    time.sleep(3600)
+
+class DeafToBoth(Forward):
+    # SIGALRM ignored and SIGUSR2 taken for itself; each step a loop of Python that never ends.
+    def act(self, batch):
+        while True:
+            time.sleep(0.05)
+
+def deaf_to_both(config, num_envs):
+    import signal
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    signal.signal(signal.SIGUSR2, lambda signum, frame: None)
+    return DeafToBoth(num_envs)
+
+def deaf_outside_python(config, num_envs):
+    # Both signals ignored, then a sleep in C that no ignored signal interrupts.
+    import signal
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+    Path("asleep").touch()
     time.sleep(3600)
 
 class Rearming(Forward):

@@ -113,17 +113,26 @@ def test_ctrl_c_to_the_process_group_under_xdist_keeps_every_finished_episode(
     assert leftover_processes(str(toy_project.path)) == []
 
 
+@pytest.mark.parametrize(
+    ("signum", "error"),
+    [(signal.SIGINT, "KeyboardInterrupt"), (signal.SIGHUP, "Terminated: SIGHUP")],
+    ids=["SIGINT", "SIGHUP"],
+)
 def test_ctrl_c_to_the_controller_alone_under_xdist_is_handled_the_same(
-    toy_project: pytest.Pytester, sessions: list[subprocess.Popen[str]]
+    toy_project: pytest.Pytester, sessions: list[subprocess.Popen[str]], signum, error
 ):
+    """The controller passes SIGTERM on to its workers; the rows still name what the user sent."""
     metrics = toy_project.path / "run.json"
     session = start(toy_project, metrics, "make", sessions)
     wait_for_episodes(toy_project, ("walk", "stroll"), HOLD)
-    session.send_signal(signal.SIGINT)
+    session.send_signal(signum)
     out, _ = session.communicate(timeout=120)
     assert session.returncode == pytest.ExitCode.INTERRUPTED, out
     rows = {row["id"]: row for row in read_metrics(metrics)["results"]}
     assert all(rows[t]["n_episodes"] == HOLD - 1 for t in ("toy/walk", "toy/stroll")), rows
+    for task in ("toy/walk", "toy/stroll"):
+        assert rows[task]["error"].startswith(error), rows[task]["error"]
+        assert rows[task]["error"].endswith("(sent to the controller, passed on as SIGTERM)")
     assert leftover_processes(str(toy_project.path)) == []
 
 
@@ -145,3 +154,50 @@ def test_a_second_ctrl_c_ends_a_session_whose_worker_will_not_stop(
     rows = {row["id"]: row for row in read_metrics(metrics)["results"]}
     assert rows["toy/walk"]["error"].startswith("KeyboardInterrupt")
     assert leftover_processes(str(toy_project.path)) == []
+
+
+def test_ctrl_c_while_the_xdist_workers_start_ends_the_session_cleanly(
+    toy_project: pytest.Pytester, sessions: list[subprocess.Popen[str]]
+):
+    """A Ctrl-C to the group as xdist reports its workers created, before they are ready:
+    interrupted (exit 2) in moments, no INTERNALERROR, and no crashed worker replaced to run
+    the tasks on as if nothing had been asked."""
+    metrics = toy_project.path / "run.json"
+    session = start(toy_project, metrics, "make", sessions)
+    for line in session.stdout:  # type: ignore[union-attr]
+        if line.startswith("created:"):
+            break
+    os.killpg(session.pid, signal.SIGINT)
+    out, _ = session.communicate(timeout=120)
+    assert session.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert "INTERNALERROR" not in out and "Traceback" not in out, out
+    started = toy_project.path / "started-walk.txt"
+    assert not started.exists() or len(started.read_text()) < HOLD, out
+    assert leftover_processes(str(toy_project.path)) == []
+
+
+def test_a_second_ctrl_c_without_xdist_is_told_the_stop_is_under_way(
+    toy_project: pytest.Pytester, sessions: list[subprocess.Popen[str]]
+):
+    """Two Ctrl-Cs in a row at -n 0: the second does not break the stop with a traceback; the
+    document is written with the interrupted status."""
+    metrics = toy_project.path / "run.json"
+    toy_project.makepyfile(slow=SLOW_POLICY.replace("HOLD", str(HOLD)))
+    session = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--benchmark-task=walk",
+         "--benchmark-episodes=30", "--benchmark-batch-size=1",
+         "--benchmark-policy=module:slow:make", f"--benchmark-metrics={metrics}"],
+        cwd=toy_project.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    sessions.append(session)
+    wait_for_episodes(toy_project, ("walk",), HOLD)
+    os.killpg(session.pid, signal.SIGINT)
+    os.killpg(session.pid, signal.SIGINT)
+    out, _ = session.communicate(timeout=120)
+    assert session.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert "Traceback" not in out, out
+    document = read_metrics(metrics)
+    assert document["run"]["partial"] is True
+    assert document["run"]["exitstatus"] == pytest.ExitCode.INTERRUPTED
+    assert document["results"][0]["n_episodes"] == HOLD - 1

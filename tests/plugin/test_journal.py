@@ -7,93 +7,20 @@ how many episodes it has started and its process id), never after a guessed slee
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from helpers import leftover_processes, read_metrics
+from held import ARGS, EPISODES, HOLD, NOTING_POLICY, finish, held, rows, start
+from helpers import read_metrics
 
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
 from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.metrics import journal
-
-#: Notes each episode it starts (``started-TASK.txt``, one "x" per episode) and its process
-#: (``pid-TASK.txt``); with ``HOLD_AT`` set, the HOLD_AT-th start of walk waits for ``go``.
-NOTING_POLICY = """
-import os, time
-import numpy as np
-from pathlib import Path
-
-class Noting:
-    def __init__(self, task, num_envs):
-        self.task, self.num_envs, self.started = task, num_envs, 0
-    def reset(self, slots, seeds):
-        Path(f"pid-{self.task}.txt").write_text(str(os.getpid()))
-        with open(f"started-{self.task}.txt", "a") as f:
-            f.write("x" * len(slots))
-        self.started += len(slots)
-        hold = int(os.environ.get("HOLD_AT", "0"))
-        if self.task == "walk" and self.started == hold:
-            while not Path("go").exists():
-                time.sleep(0.01)
-    def act(self, batch):
-        return np.ones((self.num_envs, 1), dtype=np.float32)
-    def identity(self):
-        return {"source": "module", "id": "noting", "revision": None}
-
-def make(config, num_envs):
-    return Noting(config.task.name, num_envs)
-"""
-
-EPISODES = 8
-ARGS = ["-p", "no:cacheprovider", "--benchmark-task=walk,stroll", f"--benchmark-episodes={EPISODES}",
-        "--benchmark-batch-size=1", "--benchmark-policy=module:noting:make"]  # fmt: skip
-
-
-def start(project: pytest.Pytester, *args: str, hold_at: int) -> subprocess.Popen[str]:
-    project.makepyfile(noting=NOTING_POLICY)
-    return subprocess.Popen(
-        [sys.executable, "-m", "pytest", *ARGS, *args],
-        cwd=project.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "HOLD_AT": str(hold_at)},
-        start_new_session=True,  # its own process group, as a terminal's foreground job
-    )  # fmt: skip
-
-
-def held(project: pytest.Pytester, session: subprocess.Popen[str]) -> int:
-    """Until walk's policy holds (its episodes before the held one finished); its process."""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        started = project.path / "started-walk.txt"
-        assert session.poll() is None, session.communicate()[0]
-        if started.exists() and len(started.read_text()) >= HOLD:
-            return int((project.path / "pid-walk.txt").read_text())
-        time.sleep(0.01)
-    raise AssertionError("walk's policy never reached its hold")
-
-
-#: walk holds at the start of its fourth episode: three have finished.
-HOLD = 4
-
-
-def finish(session: subprocess.Popen[str], project: pytest.Pytester) -> str:
-    try:
-        out, _ = session.communicate(timeout=120)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(session.pid, signal.SIGKILL)
-    assert leftover_processes(str(project.path)) == []
-    return out
-
-
-def rows(metrics: Path) -> dict[str, dict]:
-    return {row["id"]: row for row in read_metrics(metrics)["results"]}
 
 
 def test_a_killed_xdist_worker_keeps_the_episodes_its_task_finished(toy_project: pytest.Pytester):
@@ -223,3 +150,52 @@ def test_a_cut_last_line_is_dropped_with_a_note_and_other_damage_is_refused(tmp_
     path.write_text("".join([*lines[:2], "{not json\n", *lines[3:]]))
     with pytest.raises(journal.JournalError, match=r":3: not a journal line \(not JSON\)$"):
         journal.read(tmp_path / "j")
+
+
+def test_what_is_no_journal_file_is_named_and_skipped_never_opened(tmp_path: Path):
+    """A FIFO (opening it would block for ever), a folder and a stranger's file, each named
+    ``*.jsonl``, are skipped with a line naming them; the real file is read."""
+    folder = tmp_path / "j"
+    write_journal(folder, 3, end=False)
+    os.mkfifo(folder / "1-1.jsonl")
+    (folder / "2-2.jsonl").mkdir()
+    (folder / "notes.jsonl").write_text("{}\n")
+    found = journal.read(folder)
+    assert [e.index for e in found.results["toy/walk"].episodes] == [0, 1, 2]
+    assert sorted(found.notes) == [
+        f"journal: skipped {folder / '1-1.jsonl'}: not a regular file",
+        f"journal: skipped {folder / '2-2.jsonl'}: not a regular file",
+        f"journal: skipped {folder / 'notes.jsonl'}: not a journal file's name (PID-TIME.jsonl)",
+    ]
+    assert journal.discard(folder) == 3 and not folder.exists()
+
+
+def test_a_line_that_is_not_utf8_is_refused_naming_its_file_and_line(tmp_path: Path):
+    path = write_journal(tmp_path / "j", 2, end=False)
+    path.write_bytes(path.read_bytes() + b"\xff\xfe broken\n")
+    with pytest.raises(journal.JournalError) as refused:
+        journal.read(tmp_path / "j")
+    assert str(refused.value) == f"{path}:5: not a journal line (not UTF-8 text)"
+
+
+def test_a_journal_folder_that_is_a_link_is_unlinked_never_followed(tmp_path: Path):
+    """Discarding a new run's journal that links to another run's: the link goes, the other
+    run's files stay, and nothing is claimed removed."""
+    other = tmp_path / "other.journal"
+    kept = write_journal(other, 2, end=False)
+    link = tmp_path / "run.json.journal"
+    link.symlink_to(other)
+    assert journal.discard(link) == 0
+    assert not link.exists() and not link.is_symlink() and kept.exists()
+
+
+def test_a_resumed_run_skips_a_fifo_in_its_journal_and_says_so(toy_project: pytest.Pytester):
+    """--benchmark-resume once blocked for ever opening a FIFO named like a journal file."""
+    metrics = toy_project.path / "run.json"
+    folder = journal.folder_for(metrics)
+    folder.mkdir()
+    os.mkfifo(folder / "7-7.jsonl")
+    toy_project.makepyfile(noting=NOTING_POLICY)
+    result = toy_project.runpytest(*ARGS, f"--benchmark-metrics={metrics}", "--benchmark-resume")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines([f"*journal: skipped {folder / '7-7.jsonl'}: not a regular file*"])

@@ -459,3 +459,20 @@ def test_steps(vector_env):
 """
     )
     run(toy_project, "--benchmark-task=walk", "--benchmark-batch-size=2").assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(
+    ("line", "error"),
+    [
+        ("benchmark_episodes = abc", "'abc' is not an integer in [1, 1000000]"),
+        ("benchmark_sync = maybe", "invalid truth value 'maybe'; give true or false"),
+    ],
+)
+def test_a_bad_ini_value_names_its_key_and_file(toy_project: pytest.Pytester, line, error):
+    """Not the command-line flag, which was never passed."""
+    ini = toy_project.makeini(f"[pytest]\n{line}\n")
+    key = line.split(" = ")[0]
+    flag = "--" + key.replace("_", "-")
+    result = toy_project.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {key} (ini key for {flag}, in {ini}): {error}"])

@@ -139,7 +139,10 @@ def test_a_server_that_dies_ends_the_waiting_tasks_in_one_line_and_keeps_their_e
     errors = [r["error"] for r in doc["results"]]
     assert len(errors) == 2
     for error in errors:
-        assert error.startswith(f"PolicyServerError: the policy server (pid {server}, cpu) ended")
+        assert error.startswith(
+            f"PolicyServerError: the policy server (pid {server}, cpu) ended: it ended without a "
+            "word, as a process killed from outside does (SIGKILL, the out-of-memory killer)"
+        ), error
         assert "\n" not in error
     kept = sum(r["n_episodes"] for r in doc["results"])
     assert 2 <= kept < 80

@@ -29,7 +29,13 @@ import numpy as np
 from pytest_benchmarks.core.benchmark import FAMILY_MEMBERS, Benchmark
 from pytest_benchmarks.core.features import IMAGE_PREFIX, Feature
 from pytest_benchmarks.core.processors import Batch, EnvProcessors
-from pytest_benchmarks.core.tasks import EnvConfig, SelectionError, TaskRef, did_you_mean
+from pytest_benchmarks.core.tasks import (
+    EnvArgsError,
+    EnvConfig,
+    SelectionError,
+    TaskRef,
+    did_you_mean,
+)
 from pytest_benchmarks.envs.lerobot import env as lerobot_env
 from pytest_benchmarks.envs.lerobot import processing
 
@@ -131,8 +137,22 @@ class LeRobotEnv(Benchmark):
                 raise self._default_error
             return self.listing(None)
         except lerobot_env.LeRobotEnvError as exc:
+            self._blame_env_args(exc, None)
             raise SelectionError(f"{exc} (the config's default task; --benchmark-task names "
                                  "another, as LeRobot's --env.task does)") from None  # fmt: skip
+
+    def _blame_env_args(self, exc: lerobot_env.LeRobotEnvError, task: str | None) -> None:
+        """Raise EnvArgsError when LeRobot makes ``task``'s envs without --benchmark-env-arg's
+        fields: they, not the task, are what it refused."""
+        if not self.env_args:
+            return
+        try:
+            envs = lerobot_env.vector_envs(lerobot_env.make_config(self.env_type, task, ()))
+        except lerobot_env.LeRobotEnvError:
+            return
+        lerobot_env.close_all(envs)
+        given = ",".join(f"{name}={value}" for name, value in self.env_args)
+        raise EnvArgsError(f"{given}: {exc} (without these fields LeRobot makes it)") from None
 
     def groups(self) -> dict[str, list[str]]:
         return {}
@@ -153,6 +173,7 @@ class LeRobotEnv(Benchmark):
             try:
                 found = self.listing(token)
             except lerobot_env.LeRobotEnvError as exc:
+                self._blame_env_args(exc, token)
                 raise SelectionError(
                     f"{self.name}: {raw!r} is no task here{did_you_mean(token, by_name)} and "
                     f"LeRobot makes no env of it ({str(exc).split(': ', 1)[-1]}); tasks: "

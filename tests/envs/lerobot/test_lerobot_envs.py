@@ -153,6 +153,16 @@ def test_records_are_the_same_at_every_batch_size_and_under_xdist(pytester: pyte
         (["--benchmark-env=metaworld", "--benchmark-env-arg=obs_type=pixels"],
          "ERROR: --benchmark-env-arg: sets fields of LeRobot's env config, for lerobot:TYPE "
          "benchmarks only; this run has metaworld"),
+        # What LeRobot refuses only with the env args blames them, not the task.
+        (["--benchmark-env=lerobot:pusht", "--benchmark-env-arg=obs_type=bogus"],
+         "ERROR: --benchmark-env-arg: obs_type=bogus: lerobot:pusht: create_envs: ValueError: "
+         "Unknown obs_type bogus.* (without these fields LeRobot makes it)"),
+        (["--benchmark-env=lerobot:pusht", "--benchmark-env-arg=episode_length=-5",
+          "--benchmark-task=PushT-v0"],
+         "ERROR: --benchmark-env-arg: episode_length=-5: lerobot:pusht: create_envs: *-5 "
+         "(without these fields LeRobot makes it)"),
+        (["--benchmark-env=lerobot:"],
+         "ERROR: --benchmark-env: benchmark 'lerobot:' names no lerobot type: lerobot:TYPE"),
     ],
 )  # fmt: skip
 def test_a_type_that_cannot_be_made_is_one_line(pytester: pytest.Pytester, args, line):
