@@ -18,6 +18,7 @@ it (``processing``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 from collections.abc import Callable, Sequence
@@ -96,6 +97,9 @@ class LeRobotEnv(Benchmark):
         try:
             self.config(None)
         except lerobot_env.LeRobotEnvError as exc:
+            with contextlib.suppress(lerobot_env.LeRobotEnvError):
+                if self.env_args and lerobot_env.make_config(self.env_type, None, ()):
+                    return None  # --benchmark-env-arg's fault, said with the selection
             return str(exc)
         return None
 

@@ -59,7 +59,7 @@ def make_config(env_type: str, task: str | None, args: Sequence[tuple[str, str]]
     flags += [f"--{name}={value}" for name, value in args]
     try:
         with contextlib.redirect_stderr(io.StringIO()):
-            return draccus.parse(config_class=cls, args=flags)
+            config = draccus.parse(config_class=cls, args=flags)
     except SystemExit:  # draccus's argparse exits on an unknown or malformed field
         fields = sorted(f for f in cls.__dataclass_fields__ if not f.startswith("_"))
         raise LeRobotEnvError(
@@ -68,6 +68,16 @@ def make_config(env_type: str, task: str | None, args: Sequence[tuple[str, str]]
         ) from None
     except Exception as exc:
         raise LeRobotEnvError(f"lerobot:{env_type}: LeRobot's config: {one_line(exc)}") from exc
+    for name in POSITIVE_FIELDS:
+        value = getattr(config, name, None)
+        if isinstance(value, (int, float)) and not value > 0:
+            raise LeRobotEnvError(f"lerobot:{env_type}: {name} is {value}, not a positive number")
+    return config
+
+
+#: Config fields that only make sense above zero (LeRobot's configs do not check them): a rate,
+#: an image's size, an episode's length.
+POSITIVE_FIELDS = ("fps", "observation_height", "observation_width", "episode_length")
 
 
 def vector_envs(config: Any) -> dict[str, dict[Any, Any]]:

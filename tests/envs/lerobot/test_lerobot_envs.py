@@ -138,8 +138,8 @@ def test_records_are_the_same_at_every_batch_size_and_under_xdist(pytester: pyte
          "ERROR: --benchmark-env: lerobot:nosuch: LeRobot knows no env type 'nosuch'; known here: "
          "aloha, *, pusht, *"),
         (["--benchmark-env=lerobot:pusht", "--benchmark-env-arg=obs_typo=x"],
-         "ERROR: --benchmark-env: lerobot:pusht: LeRobot's config rejects --obs_typo=x; its "
-         "fields: *obs_type*"),
+         "ERROR: --benchmark-env-arg: obs_typo=x: lerobot:pusht: LeRobot's config rejects "
+         "--obs_typo=x; its fields: *obs_type*"),
         (["--benchmark-env=lerobot:robocasa"],
          "ERROR: --benchmark-task: lerobot:robocasa: its simulator is not installed "
          "('robocasa*') (the config's default task; --benchmark-task names another, as "
@@ -159,8 +159,14 @@ def test_records_are_the_same_at_every_batch_size_and_under_xdist(pytester: pyte
          "Unknown obs_type bogus.* (without these fields LeRobot makes it)"),
         (["--benchmark-env=lerobot:pusht", "--benchmark-env-arg=episode_length=-5",
           "--benchmark-task=PushT-v0"],
-         "ERROR: --benchmark-env-arg: episode_length=-5: lerobot:pusht: create_envs: *-5 "
+         "ERROR: --benchmark-env-arg: episode_length=-5: lerobot:pusht: episode_length is -5, "
+         "not a positive number (without these fields LeRobot makes it)"),
+        (["--benchmark-env=lerobot:pusht", "--benchmark-env-arg=fps=0"],
+         "ERROR: --benchmark-env-arg: fps=0: lerobot:pusht: fps is 0, not a positive number "
          "(without these fields LeRobot makes it)"),
+        (["--benchmark-env=lerobot:pusht", "--benchmark-env-arg=observation_height=0"],
+         "ERROR: --benchmark-env-arg: observation_height=0: lerobot:pusht: observation_height is "
+         "0, not a positive number (without these fields LeRobot makes it)"),
         (["--benchmark-env=lerobot:"],
          "ERROR: --benchmark-env: benchmark 'lerobot:' names no lerobot type: lerobot:TYPE"),
     ],
