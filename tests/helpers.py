@@ -234,3 +234,27 @@ def tmpfs(mount: Path, options: str) -> Iterator[Path]:
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def runs_workers(args: tuple[str, ...]) -> bool:
+    """Whether pytest ``args`` start xdist workers (``-n N`` with N other than 0)."""
+    for number, arg in enumerate(args):
+        value = None
+        if arg in ("-n", "--numprocesses") and number + 1 < len(args):
+            value = args[number + 1]
+        elif arg.startswith("--numprocesses="):
+            value = arg.partition("=")[2]
+        elif arg.startswith("-n") and len(arg) > 2:
+            value = arg[2:]
+        if value is not None and value != "0":
+            return True
+    return False
+
+
+def run(project: pytest.Pytester, *args: str, timeout: float | None = None) -> pytest.RunResult:
+    """A pytest session of ``project`` (the cache plugin off): in this process, unless it starts
+    xdist workers, whose subject is processes and which start their own."""
+    full = ("-p", "no:cacheprovider", *args)
+    if runs_workers(full):
+        return project.runpytest_subprocess(*full, timeout=timeout)
+    return project.runpytest(*full)

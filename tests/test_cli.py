@@ -1,8 +1,15 @@
-"""``pytest-benchmarks merge | compare`` on metrics files written by real pytest sessions."""
+"""``pytest-benchmarks merge | compare`` on metrics files written by real pytest sessions.
+
+The command runs in this process through ``cli.main(argv)``, which returns its exit status as
+the console script does; one test runs the installed console script itself. The sessions that
+write the files run in-process too (pytester's ``runpytest``), but for the one under xdist.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
+import io
 import json
 import os
 import shutil
@@ -11,26 +18,43 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import outcomes, read_metrics
+from helpers import outcomes, read_metrics, run
+
+from pytest_benchmarks.cli import main
 
 # The console script installed beside this interpreter, else the one on PATH.
 _BESIDE = Path(sys.executable).with_name("pytest-benchmarks")
 CLI = str(_BESIDE) if _BESIDE.exists() else shutil.which("pytest-benchmarks")
-pytestmark = pytest.mark.skipif(CLI is None, reason="console script not installed")
 
 
 def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=120,
-                          check=False)  # fmt: skip
+    """``pytest-benchmarks ARGS`` in this process: its exit status and what it printed."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = main([str(arg) for arg in args])
+        except SystemExit as exit_:  # argparse's usage errors and --help
+            status = exit_.code if isinstance(exit_.code, int) else 2
+    return subprocess.CompletedProcess(["pytest-benchmarks", *map(str, args)], status,
+                                       out.getvalue(), err.getvalue())  # fmt: skip
 
 
 def session(project: pytest.Pytester, name: str, *args: str) -> Path:
     path = project.path / f"{name}.json"
-    result = project.runpytest_subprocess(
-        "-p", "no:cacheprovider", f"--benchmark-metrics={path}", "--benchmark-episodes=6", *args
-    )
+    result = run(project, f"--benchmark-metrics={path}", "--benchmark-episodes=6", *args)
     assert result.ret in (0, 1), result.stdout.str()
     return path
+
+
+@pytest.mark.skipif(CLI is None, reason="console script not installed")
+def test_the_console_script_is_the_cli(toy_project: pytest.Pytester):
+    """The installed ``pytest-benchmarks`` runs ``cli.main`` and exits with its status."""
+    run = session(toy_project, "run")
+    done = subprocess.run([CLI, "compare", run, run], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == cli("compare", run, run).stdout.splitlines()
+    bad = subprocess.run([CLI, "merge"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "the following arguments are required" in bad.stderr
 
 
 def test_merged_shards_equal_one_run(toy_project: pytest.Pytester):
@@ -61,9 +85,8 @@ def test_shard_option_splits_the_selection_and_merges_back(toy_project: pytest.P
     # valid metrics document, so a CI matrix's merge step has every shard.
     for workers in ("0", "2"):
         path = toy_project.path / f"empty-{workers}.json"
-        empty = toy_project.runpytest_subprocess(
-            "-p", "no:cacheprovider", "--benchmark-env=toy", "--benchmark-shard=3/3",
-            "--benchmark-episodes=6",
+        empty = run(
+            toy_project, "--benchmark-env=toy", "--benchmark-shard=3/3", "--benchmark-episodes=6",
             f"--benchmark-metrics={path}", "-n", workers,
         )  # fmt: skip
         assert empty.ret == pytest.ExitCode.OK
@@ -76,7 +99,7 @@ def test_shard_option_splits_the_selection_and_merges_back(toy_project: pytest.P
     merged = cli("merge", *thirds, path, "-o", toy_project.path / "thirds.json")
     assert merged.returncode == 0, merged.stderr
     assert outcomes(read_metrics(toy_project.path / "thirds.json")) == outcomes(read_metrics(whole))
-    bad = toy_project.runpytest_subprocess("--benchmark-shard=3/2")
+    bad = run(toy_project, "--benchmark-shard=3/2")
     bad.stderr.fnmatch_lines(
         ["ERROR: --benchmark-shard: '3/2' is not I/N with 1 <= I <= N (e.g. 2/4)"]
     )
@@ -336,16 +359,7 @@ def test_what_merge_and_report_cannot_vouch_for_is_said(
     """A FIFO given as a run is refused, not read for ever; a merge that lacks a shard names it
     and is partial, and its report says the run was interrupted; a baseline that shares no task
     is said, never "no regression"; a full disk names the file."""
-    from pytest_benchmarks.cli import main
-
-    def in_process(name: str, *args: str) -> Path:
-        path = toy_project.path / f"{name}.json"
-        toy_project.runpytest(
-            "-p", "no:cacheprovider", f"--benchmark-metrics={path}", "--benchmark-episodes=2", *args
-        )  # fmt: skip
-        return path
-
-    half = in_process("half", "--benchmark-env=toy", "--benchmark-shard=1/2")
+    half = session(toy_project, "half", "--benchmark-env=toy", "--benchmark-shard=1/2")
     fifo = tmp_path / "fifo.json"
     os.mkfifo(fifo)
     assert main(["compare", str(fifo), str(half)]) == 2
@@ -363,7 +377,7 @@ def test_what_merge_and_report_cannot_vouch_for_is_said(
     assert "**Interrupted:** the run is partial (exit status 0); every task listed finished." in (
         capsys.readouterr().out
     )
-    walk = in_process("walk", "--benchmark-task=walk")
+    walk = session(toy_project, "walk", "--benchmark-task=walk")
     assert main(["report", str(half), "--baseline", str(walk)]) == 0
     text = capsys.readouterr().out
     assert "**Gate:** the baseline shares no task with this run; nothing was compared." in text

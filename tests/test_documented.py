@@ -15,15 +15,12 @@ import pytest
 import torch
 from checkpoints import train_tiny_policy
 from helpers import outcomes, read_metrics
+from helpers import session as run
 
 from pytest_benchmarks.api import evaluate
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.policies import make_policy
 from pytest_benchmarks.policies.hub import resolve_device
-
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
 
 
 def rows(pytester: pytest.Pytester) -> dict[str, dict]:

@@ -9,6 +9,7 @@ import shlex
 
 import pytest
 from helpers import outcomes, read_metrics
+from helpers import session as run
 
 CHECKED = """
 import pytest
@@ -22,10 +23,6 @@ def test_rollout(evaluate):
 def test_success_rate(evaluate):
     check_success_rate(evaluate())
 """
-
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
 
 
 def test_episode_rerun_reproduces_the_full_run(toy_project: pytest.Pytester):

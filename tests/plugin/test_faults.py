@@ -268,8 +268,8 @@ def test_threads_and_processes_a_policy_leaves_are_ended_with_the_sessions_statu
         ("forking", "leftover: process * (python*: *python* -c import time; time.sleep(3600)), "
                     "started during the session and still "
                     "running at its end, was killed"),
-        ("daemonizing", "leftover: process * (python*: *time.sleep(7200)), started during the "
-                        "session and still running at its end, was killed"),
+        ("daemonizing", "leftover: process * (python*: *python* -c import time; time.sleep(7200)), "
+                        "started during the session and still running at its end, was killed"),
         ("imitating", "leftover: process * (python*: *resource_tracker import main; import time; "
                       "time.sleep(5400)), started during the session and still running at its "
                       "end, was killed"),
@@ -521,12 +521,10 @@ def forking(config, num_envs):
 
 def daemonizing(config, num_envs):
     # A daemon as a double fork makes one: a grandchild in its own session, its parent gone.
+    # (setsid execs in the background job's own process: $! is the daemon's pid.)
     import subprocess
-    code = ("import os, time; open('grandchild.txt', 'w').write(str(os.getpid())); "
-            "time.sleep(7200)")
-    subprocess.run(["sh", "-c", f'setsid {sys.executable} -c "{code}" &'], check=True)
-    while not Path("grandchild.txt").exists():
-        time.sleep(0.01)
+    subprocess.run(["sh", "-c", f'setsid {sys.executable} -c "import time; time.sleep(7200)" & '
+                    "echo $! > grandchild.txt"], check=True)
     return Forward(num_envs)
 
 def imitating(config, num_envs):

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import TESTS, outcomes, read_metrics
+from helpers import TESTS, outcomes, read_metrics, run
 
 #: The toy's walker, noting each episode it starts (task and seed) in ``episodes.txt``; it
 #: raises KeyboardInterrupt (as Ctrl-C would) at stroll's fourth episode unless the file
@@ -39,7 +39,7 @@ class Walker:
 def make(config, num_envs):
     return Walker(config.task.name, num_envs)
 """
-RUN = ["-p", "no:cacheprovider", "--benchmark-task=walk,stroll", "--benchmark-episodes=6",
+RUN = ["--benchmark-task=walk,stroll", "--benchmark-episodes=6",
        "--benchmark-batch-size=1", "--benchmark-policy=module:flaky:make"]  # fmt: skip
 
 
@@ -62,12 +62,12 @@ def test_a_resumed_run_equals_an_uninterrupted_one_and_runs_only_what_is_missing
 ):
     toy_project.makepyfile(flaky=FLAKY)
     (toy_project.path / "calm").touch()
-    whole = toy_project.runpytest_subprocess(*RUN, "-n", workers, "--benchmark-metrics=whole.json")
+    whole = run(toy_project, *RUN, "-n", workers, "--benchmark-metrics=whole.json")
     whole.assert_outcomes(passed=4)
     started(toy_project)
     (toy_project.path / "calm").unlink()
 
-    cut = toy_project.runpytest_subprocess(*RUN, "-n", workers, "--benchmark-metrics=run.json")
+    cut = run(toy_project, *RUN, "-n", workers, "--benchmark-metrics=run.json")
     assert cut.ret == pytest.ExitCode.INTERRUPTED
     first = read_metrics(toy_project.path / "run.json")
     assert first["run"]["partial"] is True
@@ -77,8 +77,8 @@ def test_a_resumed_run_equals_an_uninterrupted_one_and_runs_only_what_is_missing
     )
     before = started(toy_project)
 
-    resumed = toy_project.runpytest_subprocess(
-        *RUN, "-n", workers, "--benchmark-metrics=run.json", "--benchmark-resume"
+    resumed = run(
+        toy_project, *RUN, "-n", workers, "--benchmark-metrics=run.json", "--benchmark-resume"
     )
     resumed.assert_outcomes(passed=4)
     resumed.stdout.fnmatch_lines(["resume: * finished tasks kept from *run.json; * episodes"])
@@ -99,15 +99,15 @@ def test_a_resumed_run_stopped_before_an_unfinished_task_keeps_its_episodes(
     toy_project: pytest.Pytester, workers: str
 ):
     toy_project.makepyfile(flaky=FLAKY)
-    cut = toy_project.runpytest_subprocess(*RUN, "--benchmark-metrics=run.json")
+    cut = run(toy_project, *RUN, "--benchmark-metrics=run.json")
     assert cut.ret == pytest.ExitCode.INTERRUPTED
     # Ctrl-C as the resumed run reaches stroll, before any of its episodes runs again.
     toy_project.makeconftest(
         toy_project.path.joinpath("conftest.py").read_text() + "\ndef pytest_runtest_setup(item):\n"
         "    if 'toy/stroll' in item.nodeid:\n        raise KeyboardInterrupt\n"
     )
-    again = toy_project.runpytest_subprocess(
-        *RUN, "-n", workers, "--benchmark-metrics=run.json", "--benchmark-resume"
+    again = run(
+        toy_project, *RUN, "-n", workers, "--benchmark-metrics=run.json", "--benchmark-resume"
     )
     assert again.ret == pytest.ExitCode.INTERRUPTED
     document = read_metrics(toy_project.path / "run.json")
@@ -120,15 +120,15 @@ def test_a_file_of_other_settings_is_refused_in_one_line(toy_project: pytest.Pyt
     toy_project.makepyfile(flaky=FLAKY)
     (toy_project.path / "calm").touch()
     toy_project.syspathinsert()  # the sessions run in this process: seven of them, one start-up
-    toy_project.runpytest(*RUN, "--benchmark-metrics=run.json").assert_outcomes(passed=4)
+    run(toy_project, *RUN, "--benchmark-metrics=run.json").assert_outcomes(passed=4)
     for option, message in [
         ("--benchmark-seed=7", "seed 1000, this run has 7"),
         ("--benchmark-episodes=8", "episodes 6, this run has 8"),
         ("--benchmark-task=walk", "tasks ['walk', 'stroll'], this run has ['walk']"),
         ("--benchmark-policy=scripted", "policy 'module:flaky:make', this run has 'scripted'"),
     ]:
-        result = toy_project.runpytest(
-            *RUN, "--benchmark-metrics=run.json", "--benchmark-resume", option
+        result = run(
+            toy_project, *RUN, "--benchmark-metrics=run.json", "--benchmark-resume", option
         )
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         result.stderr.fnmatch_lines(
@@ -136,14 +136,14 @@ def test_a_file_of_other_settings_is_refused_in_one_line(toy_project: pytest.Pyt
              "same settings, or run without --benchmark-resume"]
         )  # fmt: skip
     (toy_project.path / "bad.json").write_text("{")
-    broken = toy_project.runpytest(*RUN, "--benchmark-metrics=bad.json", "--benchmark-resume")
+    broken = run(toy_project, *RUN, "--benchmark-metrics=bad.json", "--benchmark-resume")
     broken.stderr.fnmatch_lines(["ERROR: --benchmark-resume: *bad.json: not valid JSON *"])
     # A file written before --benchmark-batched-inference existed ran without it.
     path = toy_project.path / "run.json"
     document = json.loads(path.read_text())
     del document["run"]["batched_inference"]
     path.write_text(json.dumps(document))
-    older = toy_project.runpytest(*RUN, "--benchmark-metrics=run.json", "--benchmark-resume")
+    older = run(toy_project, *RUN, "--benchmark-metrics=run.json", "--benchmark-resume")
     older.assert_outcomes(passed=4)
     older.stdout.fnmatch_lines(["resume: 2 finished tasks kept from *run.json*"])
 
@@ -154,7 +154,7 @@ def test_kept_episodes_that_do_not_fit_the_plan_are_refused_before_any_runs(
     """An edited file (a duplicated episode, a flipped outcome, a seed the plan does not give)
     is refused in one line naming the task and episode, before any episode runs."""
     toy_project.makepyfile(flaky=FLAKY)
-    cut = toy_project.runpytest_subprocess(*RUN, "--benchmark-metrics=run.json")
+    cut = run(toy_project, *RUN, "--benchmark-metrics=run.json")
     assert cut.ret == pytest.ExitCode.INTERRUPTED
     toy_project.syspathinsert()  # the refused sessions run in this process
     shutil.rmtree(toy_project.path / "run.json.journal")  # the file's word alone
@@ -166,7 +166,7 @@ def test_kept_episodes_that_do_not_fit_the_plan_are_refused_before_any_runs(
         document = json.loads(json.dumps(clean))
         edit({row["id"]: row for row in document["results"]}["toy/stroll"])
         path.write_text(json.dumps(document))
-        result = toy_project.runpytest(*RUN, "--benchmark-metrics=run.json", "--benchmark-resume")
+        result = run(toy_project, *RUN, "--benchmark-metrics=run.json", "--benchmark-resume")
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         assert [line for line in result.stderr.lines if line] == [
             f"ERROR: --benchmark-resume: {path}: toy/stroll {message}"
@@ -206,13 +206,11 @@ def test_another_policy_identity_is_refused_and_the_kept_episodes_stay(
         flaky=FLAKY.replace('"revision": None', '"revision": os.environ.get("REV")')
     )
     monkeypatch.setenv("REV", "r1")
-    cut = toy_project.runpytest_subprocess(*RUN, "--benchmark-metrics=run.json")
+    cut = run(toy_project, *RUN, "--benchmark-metrics=run.json")
     assert cut.ret == pytest.ExitCode.INTERRUPTED
     started(toy_project)
     monkeypatch.setenv("REV", "r2")
-    again = toy_project.runpytest_subprocess(
-        *RUN, "--benchmark-metrics=run.json", "--benchmark-resume"
-    )
+    again = run(toy_project, *RUN, "--benchmark-metrics=run.json", "--benchmark-resume")
     again.assert_outcomes(passed=2, failed=2)  # walk kept; stroll refused
     assert started(toy_project) == []
     stroll = {r["id"]: r for r in read_metrics(toy_project.path / "run.json")["results"]}[
@@ -226,9 +224,7 @@ def test_another_policy_identity_is_refused_and_the_kept_episodes_stay(
 def test_resume_without_a_file_runs_everything(toy_project: pytest.Pytester):
     toy_project.makepyfile(flaky=FLAKY)
     (toy_project.path / "calm").touch()
-    result = toy_project.runpytest_subprocess(
-        *RUN, "--benchmark-metrics=new.json", "--benchmark-resume"
-    )
+    result = run(toy_project, *RUN, "--benchmark-metrics=new.json", "--benchmark-resume")
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(["resume: no earlier results at *new.json; every task runs"])
 
@@ -282,29 +278,27 @@ def test_a_resumed_recording_run_writes_the_uninterrupted_runs_dataset(
     pytest.importorskip("lerobot.datasets", reason="LeRobot is not installed")
     toy_project.makepyfile(flaky=FLAKY)
     (toy_project.path / "calm").touch()
-    whole = toy_project.runpytest_subprocess(
-        *RUN, "--benchmark-metrics=whole.json", "--benchmark-record=whole"
-    )
+    whole = run(toy_project, *RUN, "--benchmark-metrics=whole.json", "--benchmark-record=whole")
     whole.assert_outcomes(passed=4)
     (toy_project.path / "calm").unlink()
     record = ["--benchmark-metrics=run.json", "--benchmark-record=data"]
-    cut = toy_project.runpytest_subprocess(*RUN, *record)
+    cut = run(toy_project, *RUN, *record)
     assert cut.ret == pytest.ExitCode.INTERRUPTED and not (toy_project.path / "data").exists()
     parts = toy_project.path / "data.parts"
     assert len(list(parts.rglob("*.npz"))) == 9
     # Without the recording's parts, or without recording, it is not carried on.
     shutil.copytree(parts, toy_project.path / "kept.parts")
     shutil.rmtree(parts / "toy__stroll")
-    lost = toy_project.runpytest_subprocess(*RUN, *record, "--benchmark-resume")
+    lost = run(toy_project, *RUN, *record, "--benchmark-resume")
     assert lost.ret == pytest.ExitCode.USAGE_ERROR
     lost.stderr.fnmatch_lines(["ERROR: --benchmark-resume: the recording of toy/stroll's kept "
                                f"episodes 0, 1, 2 is missing from {parts}; *"])  # fmt: skip
-    unrecorded = toy_project.runpytest_subprocess(*RUN, record[0], "--benchmark-resume")
+    unrecorded = run(toy_project, *RUN, record[0], "--benchmark-resume")
     unrecorded.stderr.fnmatch_lines(["ERROR: --benchmark-resume: *run.json was made with record*"])
     shutil.rmtree(parts)
     shutil.copytree(toy_project.path / "kept.parts", parts)
     assert started(toy_project)
-    resumed = toy_project.runpytest_subprocess(*RUN, *record, "--benchmark-resume")
+    resumed = run(toy_project, *RUN, *record, "--benchmark-resume")
     resumed.assert_outcomes(passed=4)
     resumed.stdout.fnmatch_lines(["record: LeRobotDataset at *data: 12 episodes of 2 tasks, *"])
     check = (
