@@ -257,4 +257,10 @@ def run(project: pytest.Pytester, *args: str, timeout: float | None = None) -> p
     full = ("-p", "no:cacheprovider", *args)
     if runs_workers(full):
         return project.runpytest_subprocess(*full, timeout=timeout)
-    return project.runpytest(*full)
+    return project.runpytest(*full, no_reraise_ctrlc=True)
+
+
+def run_in_subprocess(project: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """``run`` in a process of its own, for a test whose subject is the session's processes
+    (which process builds what, what a dataset build prints at the process's end)."""
+    return project.runpytest_subprocess("-p", "no:cacheprovider", *args)

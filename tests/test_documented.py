@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 from checkpoints import train_tiny_policy
-from helpers import outcomes, read_metrics
-from helpers import session as run
+from helpers import outcomes, read_metrics, run, run_in_subprocess
 
 from pytest_benchmarks.api import evaluate
 from pytest_benchmarks.core import catalog
@@ -94,7 +93,9 @@ def test_simulators_are_built_lazily_in_forkserver_workers_at_most_a_batch_at_on
 ):
     log = toy_project.path / "envs.log"
     monkeypatch.setenv("TOY_ENV_LOG", str(log))
-    run(toy_project, "--benchmark-episodes=4", "--benchmark-batch-size=2").assert_outcomes(passed=4)
+    run_in_subprocess(
+        toy_project, "--benchmark-episodes=4", "--benchmark-batch-size=2"
+    ).assert_outcomes(passed=4)
     events = lifecycle(log)
     builds = [e for e in events if e[0] == "build"]
     # Two tests per task, one vector env of two slots each: four simulators, not eight.
@@ -110,7 +111,7 @@ def test_simulators_are_built_lazily_in_forkserver_workers_at_most_a_batch_at_on
 
     # --benchmark-sync: every simulator in the pytest process itself (a child of this test).
     log.unlink()
-    run(
+    run_in_subprocess(
         toy_project, "--benchmark-episodes=4", "--benchmark-batch-size=2", "--benchmark-sync"
     ).assert_outcomes(passed=4)
     builds = [e for e in lifecycle(log) if e[0] == "build"]

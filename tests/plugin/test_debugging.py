@@ -8,8 +8,7 @@ import re
 import shlex
 
 import pytest
-from helpers import outcomes, read_metrics
-from helpers import session as run
+from helpers import outcomes, read_metrics, run
 
 CHECKED = """
 import pytest

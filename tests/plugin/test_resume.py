@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import TESTS, outcomes, read_metrics, run
+from helpers import TESTS, outcomes, read_metrics, run, run_in_subprocess
 
 #: The toy's walker, noting each episode it starts (task and seed) in ``episodes.txt``; it
 #: raises KeyboardInterrupt (as Ctrl-C would) at stroll's fourth episode unless the file
@@ -278,27 +278,29 @@ def test_a_resumed_recording_run_writes_the_uninterrupted_runs_dataset(
     pytest.importorskip("lerobot.datasets", reason="LeRobot is not installed")
     toy_project.makepyfile(flaky=FLAKY)
     (toy_project.path / "calm").touch()
-    whole = run(toy_project, *RUN, "--benchmark-metrics=whole.json", "--benchmark-record=whole")
+    whole = run_in_subprocess(
+        toy_project, *RUN, "--benchmark-metrics=whole.json", "--benchmark-record=whole"
+    )
     whole.assert_outcomes(passed=4)
     (toy_project.path / "calm").unlink()
     record = ["--benchmark-metrics=run.json", "--benchmark-record=data"]
-    cut = run(toy_project, *RUN, *record)
+    cut = run_in_subprocess(toy_project, *RUN, *record)
     assert cut.ret == pytest.ExitCode.INTERRUPTED and not (toy_project.path / "data").exists()
     parts = toy_project.path / "data.parts"
     assert len(list(parts.rglob("*.npz"))) == 9
     # Without the recording's parts, or without recording, it is not carried on.
     shutil.copytree(parts, toy_project.path / "kept.parts")
     shutil.rmtree(parts / "toy__stroll")
-    lost = run(toy_project, *RUN, *record, "--benchmark-resume")
+    lost = run_in_subprocess(toy_project, *RUN, *record, "--benchmark-resume")
     assert lost.ret == pytest.ExitCode.USAGE_ERROR
     lost.stderr.fnmatch_lines(["ERROR: --benchmark-resume: the recording of toy/stroll's kept "
                                f"episodes 0, 1, 2 is missing from {parts}; *"])  # fmt: skip
-    unrecorded = run(toy_project, *RUN, record[0], "--benchmark-resume")
+    unrecorded = run_in_subprocess(toy_project, *RUN, record[0], "--benchmark-resume")
     unrecorded.stderr.fnmatch_lines(["ERROR: --benchmark-resume: *run.json was made with record*"])
     shutil.rmtree(parts)
     shutil.copytree(toy_project.path / "kept.parts", parts)
     assert started(toy_project)
-    resumed = run(toy_project, *RUN, *record, "--benchmark-resume")
+    resumed = run_in_subprocess(toy_project, *RUN, *record, "--benchmark-resume")
     resumed.assert_outcomes(passed=4)
     resumed.stdout.fnmatch_lines(["record: LeRobotDataset at *data: 12 episodes of 2 tasks, *"])
     check = (
