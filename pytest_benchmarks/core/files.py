@@ -83,8 +83,22 @@ def lock_file(target: Path) -> Path:
     return target.with_name(target.name + ".lock")
 
 
+def owner_file(target: Path) -> Path:
+    """Where the session holding ``target``'s lock writes its PID (for the refusal's words)."""
+    return lock_file(target).with_name(lock_file(target).name + ".owner")
+
+
+def read_owner(target: Path) -> int | None:
+    """The PID in ``target``'s owner file, if it holds one."""
+    try:
+        return int(owner_file(target).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def lock_holder(target: Path) -> int | None:
-    """The PID of a live session that holds ``target``'s lock; None when none does."""
+    """The PID of a live session that holds ``target``'s lock (0 when it wrote none); None when
+    none does."""
     from filelock import FileLock, Timeout
 
     if not lock_file(target).is_file():
@@ -93,11 +107,7 @@ def lock_holder(target: Path) -> int | None:
     try:
         lock.acquire()
     except Timeout:
-        try:
-            return int(lock_file(target).with_name(lock_file(target).name + ".owner")
-                       .read_text().split()[0])  # fmt: skip
-        except (OSError, ValueError, IndexError):
-            return 0
+        return read_owner(target) or 0
     except OSError:
         return None
     lock.release()

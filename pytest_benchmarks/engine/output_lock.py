@@ -20,7 +20,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from pytest_benchmarks.core.errors import one_line
-from pytest_benchmarks.core.files import lock_file
+from pytest_benchmarks.core.files import lock_file, owner_file, read_owner
 from pytest_benchmarks.core.settings import Settings
 
 
@@ -39,7 +39,7 @@ class OutputLock:
         self.owner: Path | None = None
         if beside:
             self.path = lock_file(target)
-            self.owner = self.path.with_name(self.path.name + ".owner")
+            self.owner = owner_file(target)
             self._lock = FileLock(str(self.path), timeout=0)
         else:  # a folder in a repository (snapshots): the folder itself is locked
             self.path = target
@@ -71,12 +71,7 @@ class OutputLock:
 
     def holder(self) -> int | None:
         """The PID of the session holding the lock, where it can be known."""
-        if self.owner is None:
-            return flock_holder(self.path)
-        try:
-            return int(self.owner.read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            return None
+        return flock_holder(self.path) if self.owner is None else read_owner(self.target)
 
     def release(self) -> None:
         if self._lock.is_locked:

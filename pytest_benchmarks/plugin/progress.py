@@ -1,6 +1,6 @@
 """What a running task tells the controller while it runs: that it started and ended (which the
 watchdog dates), its progress every few seconds, and notices the user must see at once (a
-journal that cannot be written).
+journal that cannot be written, a task that cannot be stopped from inside).
 
 Each travels as a pytest report with ``when="progress"`` and a ``benchmark_event`` through the
 ordinary report hook, so it reaches the controller the same way with or without xdist (xdist

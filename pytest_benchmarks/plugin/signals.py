@@ -59,12 +59,12 @@ def as_sent(error: str | None) -> str | None:
     if error is None or received in (None, signal.SIGTERM) or not error.startswith(forwarded):
         return error
     # What the worker would have recorded had the signal reached it directly.
-    name = "KeyboardInterrupt" if received == signal.SIGINT else f"Terminated: {_name(received)}"
+    name = (
+        "KeyboardInterrupt"
+        if received == signal.SIGINT
+        else f"Terminated: {signal.Signals(received).name}"
+    )
     return name + error.removeprefix(forwarded) + " (sent to the controller, passed on as SIGTERM)"
-
-
-def _name(signum: int | None) -> str:
-    return signal.Signals(signum).name if signum is not None else "?"
 
 
 def child_pids() -> list[int]:
@@ -98,11 +98,12 @@ def install(role: str) -> Callable[[], None]:
     """Handle SIGINT, SIGTERM and SIGHUP as the module says for ``role``: ``session`` (no
     xdist), ``worker`` or ``controller``. Returns the function that restores the defaults."""
     global received, workers_ready
-    received, workers_ready = None, False  # a new session (in-process ones follow one another)
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     handled = [signal.SIGTERM, signal.SIGHUP, signal.SIGINT]
     handled = [s for s in handled if signal.getsignal(s) is _DEFAULTS[s]]  # else someone's own
+    if handled:  # this session's handlers (an in-process session inside another installs none)
+        received, workers_ready = None, False
     first: int | None = None  # the signal that started the stop
     told = False  # a session's second Ctrl-C was told the stop is under way
 
@@ -112,7 +113,7 @@ def install(role: str) -> Callable[[], None]:
                 signal.signal(signum, _DEFAULTS[signum])
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        nonlocal first
+        nonlocal first, told
         global received
         if first is None:
             first = signum
@@ -125,7 +126,6 @@ def install(role: str) -> Callable[[], None]:
                 )
                 return  # keep listening to the workers
             _raise_for(signum)
-        nonlocal told
         if role == "session" and signum == signal.SIGINT and not told:
             # Without xdist the stop writes the metrics JSON and the summary in moments; a
             # Ctrl-C raised into that would end it with a traceback and a stale document.
