@@ -35,6 +35,7 @@ def pip(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="LeRobot 0.6 needs Python 3.12")
+@pytest.mark.e2e
 @pytest.mark.long
 def test_the_plugin_installs_beside_lerobot_0_6_without_touching_it(tmp_path: Path):
     """LeRobot 0.6.1 first, as its users have it, then the README's command: LeRobot, torch,

@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 from helpers import XDIST_VARIABLES
 
+#: The perf scripts, run whole: the end-to-end tier.
+pytestmark = pytest.mark.e2e
+
 PERF = Path(__file__).resolve().parents[1] / "benchmarks" / "perf"
 
 

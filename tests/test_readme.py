@@ -109,6 +109,7 @@ def test_the_readme_metaworld_commands_run(tmp_path: Path):
     assert row["id"] == "metaworld/reach-v3" and row["successes"] == 2
 
 
+@pytest.mark.e2e
 def test_the_readme_libero_commands_run(tmp_path: Path):
     commands = readme_commands("pytest benchmarks --benchmark-env=libero")
     assert len(commands) == 2, commands
@@ -122,6 +123,7 @@ def test_the_readme_libero_commands_run(tmp_path: Path):
         assert row["id"] == "libero/libero_spatial/0" and row["error"] is None
 
 
+@pytest.mark.e2e
 def test_the_readme_speed_commands_store_and_fail_a_slowed_expert(tmp_path: Path):
     """The Speed section's two commands (and ``tox -e speed``, the first): stored, then
     compared with the expert slowed by 5 ms per call, which must fail the gate."""

@@ -21,6 +21,9 @@ import yaml
 
 from pytest_benchmarks.core import catalog
 
+#: The smoke jobs and tox, run whole: the end-to-end tier.
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOTS = ROOT / "benchmarks" / "__benchmark_snapshots__"
 

@@ -16,6 +16,9 @@ from pathlib import Path
 import pytest
 from helpers import outcomes, read_metrics
 
+#: A pip install into a folder, then sessions of it: the end-to-end tier.
+pytestmark = pytest.mark.e2e
+
 PYPROJECT = """
 [build-system]
 requires = ["setuptools"]

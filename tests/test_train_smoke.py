@@ -19,6 +19,7 @@ SMALL = {"DEMOS": "3", "PIXEL_DEMOS": "1", "STEPS": "20", "PIXEL_STEPS": "2", "E
          "MAX_STEPS": "60", "GATE": "off"}  # fmt: skip
 
 
+@pytest.mark.e2e
 @pytest.mark.long
 def test_record_train_evaluate_loop(tmp_path: Path):
     out = tmp_path / "smoke"

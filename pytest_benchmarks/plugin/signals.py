@@ -17,7 +17,8 @@ metrics JSON is written with ``partial`` and the exit status:
   JSON and the summary, moments away) is under way; a third ends it at once.
 - xdist's controller does not raise on the first signal, which would stop it listening to its
   workers: it passes SIGTERM on to them, they hand over what they finished, and xdist ends the
-  session as interrupted. A second Ctrl-C (or SIGTERM) there ends the session at once.
+  session as interrupted. A second Ctrl-C (or SIGTERM) there ends the session at once, its
+  workers killed.
 
 A handler is installed only where the signal still has its default action.
 """
@@ -140,6 +141,10 @@ def install(role: str) -> Callable[[], None]:
             # reaches a worker twice: from the sender and from its controller); a hung worker
             # is ended by the deadline's SIGKILL, its episodes kept by the journal.
             return
+        if role == "controller":
+            # At once: xdist would give a worker that still holds its task 10 s to end
+            # (execnet's exit timeout) before killing it; its finished episodes are journaled.
+            _forward(signal.SIGKILL)
         restore()  # a second request: as if no handler were set
         if signum != signal.SIGINT:
             os.kill(os.getpid(), signum)

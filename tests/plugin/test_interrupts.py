@@ -93,6 +93,26 @@ def wait_for_episodes(project: pytest.Pytester, tasks: tuple[str, ...], count: i
     raise AssertionError(f"{tasks} did not start {count} episodes each")
 
 
+def said(session: subprocess.Popen[str], text: str) -> str:
+    """The session's output up to the line that holds ``text``: the moment it has said it."""
+    lines = []
+    for line in session.stdout:  # type: ignore[union-attr]
+        lines.append(line)
+        if text in line:
+            return "".join(lines)
+    raise AssertionError(f"the session ended without saying {text!r}:\n{''.join(lines)}")
+
+
+def handed_over(metrics: Path, task: str) -> None:
+    """Until the metrics JSON holds ``task``'s row: its worker handed over what it finished."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if metrics.exists() and any(r["id"] == task for r in read_metrics(metrics)["results"]):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{task}'s worker never handed over its row")
+
+
 def test_ctrl_c_to_the_process_group_under_xdist_keeps_every_finished_episode(
     toy_project: pytest.Pytester, sessions: list[subprocess.Popen[str]]
 ):
@@ -145,12 +165,13 @@ def test_a_second_ctrl_c_ends_a_session_whose_worker_will_not_stop(
     session = start(toy_project, metrics, "deaf", sessions)
     wait_for_episodes(toy_project, ("walk", "stroll"), 1)
     os.killpg(session.pid, signal.SIGINT)
-    time.sleep(3)
+    told = said(session, "Ctrl-C again to stop at once")
+    handed_over(metrics, "toy/walk")  # walk's worker stopped; stroll's never will
     assert session.poll() is None, "the first Ctrl-C waits for the workers' hand-over"
     os.killpg(session.pid, signal.SIGINT)
     out, _ = session.communicate(timeout=120)
+    out = told + out
     assert session.returncode == pytest.ExitCode.INTERRUPTED, out
-    assert "Ctrl-C again to stop at once" in out
     rows = {row["id"]: row for row in read_metrics(metrics)["results"]}
     assert rows["toy/walk"]["error"].startswith("KeyboardInterrupt")
     assert leftover_processes(str(toy_project.path)) == []
