@@ -32,7 +32,6 @@ from pytest_benchmarks.plugin.session import SERVER_KEY, WORKER_COUNTS, WORKER_R
 from pytest_benchmarks.plugin.watchdog import Watchdog
 from pytest_benchmarks.serving.launch import PolicyServers
 
-
 #: How long a worker whose channel closed is given to show its exit status.
 EXIT_WAIT_S = 0.25
 
