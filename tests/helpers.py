@@ -209,6 +209,18 @@ def fill_up(path: Path) -> None:
             f.flush()
 
 
+def offline_hub(monkeypatch: pytest.MonkeyPatch, cache: Path) -> None:
+    """This process, and the processes it starts, as under ``HF_HUB_CACHE=<cache>
+    HF_HUB_OFFLINE=1``: huggingface_hub read those variables when it was imported, so its
+    constants are set too, and an in-process session reads the cache as a new process would."""
+    from huggingface_hub import constants
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+
+
 def hub_cache(root: Path, repo: str, folder: Path, commit: str) -> None:
     """``folder`` as ``repo`` at ``commit`` in huggingface_hub's cache layout under ``root``,
     as a download would have left it."""

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 import torch._dynamo
-from helpers import hub_cache, outcomes, read_metrics
+from helpers import hub_cache, offline_hub, outcomes, read_metrics
 
 from pytest_benchmarks.api import evaluate
 from pytest_benchmarks.core import catalog
@@ -132,16 +132,14 @@ def run_policy(
     folder: Path | str,
     *extra: str,
     size: int | None = IMAGE,
-    subprocess: bool = False,
 ) -> pytest.RunResult:
-    """One Meta-World reach-v3 episode of 4 steps; ``size`` None: no --benchmark-image-size.
-    In this process (LeRobot, torch and transformers imported once for every run, about 13 s
-    each otherwise) unless ``subprocess``: what reads the environment at import
-    (huggingface_hub's HF_HUB_* variables) needs a process of its own."""
+    """One Meta-World reach-v3 episode of 4 steps, in this process (LeRobot, torch and
+    transformers imported once for every run, about 13 s each otherwise); ``size`` None: no
+    --benchmark-image-size. What reads the environment at import (huggingface_hub's HF_HUB_*
+    variables) is set as the import read it (helpers.offline_hub)."""
     pytester.makepyfile(test_mw=TESTS)
     sized = [f"--benchmark-image-size={size}"] if size is not None else []
-    run = pytester.runpytest_subprocess if subprocess else pytester.runpytest
-    return run(
+    return pytester.runpytest(
         "-p", "no:cacheprovider", f"--benchmark-policy=lerobot:{folder}",
         "--benchmark-task=reach-v3", "--benchmark-episodes=1", "--benchmark-max-steps=4",
         "--benchmark-device=cpu", *sized, *extra,
@@ -275,7 +273,7 @@ def test_load_errors_are_one_line(pytester: pytest.Pytester, tmp_path: Path):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([f"*lerobot:{broken.resolve()}: not a LeRobot checkpoint, or *"])
     assert "Traceback" not in result.stdout.str()
-    absent = pytester.runpytest_subprocess("--benchmark-policy=lerobot:./absent/model")
+    absent = pytester.runpytest("--benchmark-policy=lerobot:./absent/model")
     assert absent.ret == pytest.ExitCode.USAGE_ERROR
     absent.stderr.fnmatch_lines(
         ["ERROR: --benchmark-policy: lerobot:./absent/model: no such directory"]
@@ -334,15 +332,14 @@ def test_a_hub_checkpoint_from_the_local_cache_offline(
     folder = lerobot_models.checkpoint("act", tmp_path / "act", inputs, action_dim=4)
     commit = "89abcdef0123456789abcdef0123456789abcdef"
     hub_cache(tmp_path / "hub", "my-org/act-reach", folder, commit)
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    offline_hub(monkeypatch, tmp_path / "hub")
     metrics = tmp_path / "m.json"
-    run_policy(
-        pytester, "my-org/act-reach", f"--benchmark-metrics={metrics}", subprocess=True
-    ).assert_outcomes(passed=1)
+    run_policy(pytester, "my-org/act-reach", f"--benchmark-metrics={metrics}").assert_outcomes(
+        passed=1
+    )
     identity = read_metrics(metrics)["results"][0]["policy"]
     assert identity == {"source": "lerobot", "id": "my-org/act-reach", "revision": commit}
-    missing = run_policy(pytester, "my-org/absent", subprocess=True)
+    missing = run_policy(pytester, "my-org/absent")
     missing.assert_outcomes(failed=1)
     missing.stdout.fnmatch_lines(["*lerobot:my-org/absent: not in the local Hub cache*"])
 
@@ -368,9 +365,12 @@ def test_smolvla_and_pi0_configs_go_through_the_same_feature_check(
     folder = tmp_path / kind
     folder.mkdir()
     config._save_pretrained(folder)
+    from huggingface_hub import constants
+
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # as read at its import
     if kind == "smolvla":
-        result = run_policy(pytester, folder, subprocess=True)
+        result = run_policy(pytester, folder)
         result.stdout.fnmatch_lines(
             [f"*metaworld/reach-v3: lerobot:{folder}: its backbone (vlm_model_name) "
              "HuggingFaceTB/SmolVLM2-500M-Video-Instruct: not in the local Hub cache*"]

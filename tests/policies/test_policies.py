@@ -12,7 +12,7 @@ import pytest
 import torch
 import torch._dynamo
 from checkpoints import train_tiny_policy
-from helpers import TOY_CONFTEST, hub_cache, outcomes, read_metrics
+from helpers import TOY_CONFTEST, hub_cache, offline_hub, outcomes, read_metrics, run
 
 from pytest_benchmarks.api import evaluate
 from pytest_benchmarks.core.features import Feature, FeatureMismatch, check_features
@@ -41,23 +41,23 @@ def test_trained_checkpoint_gives_identical_records_through_api_and_pytest(
     train_tiny_policy(checkpoint)
     assert {p.name for p in checkpoint.iterdir()} >= {"config.json", "model.safetensors"}
     api_metrics = tmp_path / "api.json"
-    run = evaluate("metaworld", str(checkpoint), tasks=["reach-v3"], episodes=2, max_steps=30,
+    api_run = evaluate("metaworld", str(checkpoint), tasks=["reach-v3"], episodes=2, max_steps=30,
                    device="cpu", metrics=api_metrics)  # fmt: skip
-    assert [r.n_episodes for r in run.results] == [2]
-    assert run.results[0].policy["source"] == "local"
-    assert run.metrics == read_metrics(api_metrics)
+    assert [r.n_episodes for r in api_run.results] == [2]
+    assert api_run.results[0].policy["source"] == "local"
+    assert api_run.metrics == read_metrics(api_metrics)
 
     pytester.makepyfile(test_mw=TESTS)
     plugin_metrics = tmp_path / "plugin.json"
-    result = pytester.runpytest_subprocess(
-        *ARGS, f"--benchmark-policy={checkpoint}", f"--benchmark-metrics={plugin_metrics}"
+    result = run(
+        pytester, *ARGS, f"--benchmark-policy={checkpoint}", f"--benchmark-metrics={plugin_metrics}"
     )
     result.assert_outcomes(passed=1)
     plugin = read_metrics(plugin_metrics)
-    assert outcomes(plugin) == outcomes(run.metrics)
+    assert outcomes(plugin) == outcomes(api_run.metrics)
     identity = plugin["results"][0]["policy"]
     assert identity["source"] == "local" and identity["id"] == str(checkpoint)
-    assert identity["revision"] == run.results[0].policy["revision"]
+    assert identity["revision"] == api_run.results[0].policy["revision"]
     assert len(identity["revision"]) == 12  # the weights' hash
 
 
@@ -67,21 +67,26 @@ def test_hub_policy_from_the_local_cache_offline(
     train_tiny_policy(tmp_path / "ckpt")
     commit = "0123456789abcdef0123456789abcdef01234567"
     hub_cache(tmp_path / "hub", "tiny-org/tiny-policy", tmp_path / "ckpt", commit)
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    offline_hub(monkeypatch, tmp_path / "hub")
     pytester.makepyfile(test_mw=TESTS)
     metrics = tmp_path / "hub.json"
-    result = pytester.runpytest_subprocess(
-        *ARGS, "--benchmark-policy=hub:tiny-org/tiny-policy", f"--benchmark-metrics={metrics}"
+    result = run(
+        pytester,
+        *ARGS,
+        "--benchmark-policy=hub:tiny-org/tiny-policy",
+        f"--benchmark-metrics={metrics}",
     )
     result.assert_outcomes(passed=1)
     identity = read_metrics(metrics)["results"][0]["policy"]
     assert identity == {"source": "hub", "id": "tiny-org/tiny-policy", "revision": commit}
-    pinned = pytester.runpytest_subprocess(
-        *ARGS, f"--benchmark-policy=hub:tiny-org/tiny-policy@{commit}", "--benchmark-metrics=p.json"
+    pinned = run(
+        pytester,
+        *ARGS,
+        f"--benchmark-policy=hub:tiny-org/tiny-policy@{commit}",
+        "--benchmark-metrics=p.json",
     )
     pinned.assert_outcomes(passed=1)
-    missing = pytester.runpytest_subprocess(*ARGS, "--benchmark-policy=hub:tiny-org/absent")
+    missing = run(pytester, *ARGS, "--benchmark-policy=hub:tiny-org/absent")
     missing.assert_outcomes(failed=1)
     missing.stdout.fnmatch_lines(
         [
@@ -216,7 +221,7 @@ def test_a_policy_that_does_not_fit_the_env_fails_before_any_episode(
 ):
     train_tiny_policy(tmp_path / "small", state_dim=8)
     pytester.makepyfile(test_mw=TESTS)
-    result = pytester.runpytest_subprocess(*ARGS, f"--benchmark-policy={tmp_path / 'small'}")
+    result = run(pytester, *ARGS, f"--benchmark-policy={tmp_path / 'small'}")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -260,11 +265,11 @@ def test_bad_policy_and_device_options_are_one_line(pytester: pytest.Pytester, t
         ),
     ]
     for arg, message in cases:
-        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", arg)
+        result = run(pytester, arg)
         assert result.ret == pytest.ExitCode.USAGE_ERROR, arg
         result.stderr.fnmatch_lines([f"ERROR: *{message.replace('[', '[[]')}"])
     pytester.makepyfile(test_mw=TESTS)
-    result = pytester.runpytest_subprocess(*ARGS, f"--benchmark-policy={tmp_path}/noclass")
+    result = run(pytester, *ARGS, f"--benchmark-policy={tmp_path}/noclass")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["*config.json: no 'policy_class' naming the model class as 'package.module:Class'*"]
@@ -294,7 +299,7 @@ def test_a_checkpoint_config_that_is_no_object_is_one_line(
     (tmp_path / "ckpt").mkdir()
     (tmp_path / "ckpt" / "config.json").write_bytes(content)
     pytester.makepyfile(test_mw=TESTS)
-    result = pytester.runpytest_subprocess(*ARGS, f"--benchmark-policy={tmp_path / 'ckpt'}")
+    result = run(pytester, *ARGS, f"--benchmark-policy={tmp_path / 'ckpt'}")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [f"*metaworld/reach-v3: {tmp_path / 'ckpt'}/config.json: {message}"]

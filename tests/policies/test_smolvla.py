@@ -184,6 +184,7 @@ def test_rollout(evaluate):
 """
 
 
+@pytest.mark.e2e  # LeRobot's CI commands, run whole as written
 @pytest.mark.parametrize("seed", ["libero", "metaworld"])
 def test_the_lerobot_ci_evaluation_commands_run_as_written(
     pytester: pytest.Pytester, vlm_backbone: Path, tmp_path: Path, seed: str

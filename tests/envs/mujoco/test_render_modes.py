@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import ROOT, pixel_episodes, seeded_actions
+from helpers import ROOT, pixel_episodes, run, seeded_actions
 
 from pytest_benchmarks.core import catalog, rendering
 from pytest_benchmarks.core.tasks import EnvConfig
@@ -123,14 +123,14 @@ def test_gate(evaluate, snapshot):
 
 def test_the_gate_refuses_a_snapshot_of_the_other_render_mode(pytester: pytest.Pytester):
     pytester.makepyfile(test_gate=GATED_PIXELS)
-    args = ("-p", "no:cacheprovider", "--benchmark-task=reach-v3", "--benchmark-episodes=1",
+    args = ("--benchmark-task=reach-v3", "--benchmark-episodes=1",
             "--benchmark-obs=pixels", "--benchmark-image-size=48", "--benchmark-max-steps=30",
             "--benchmark-metrics=run.json")  # fmt: skip
-    stored = pytester.runpytest_subprocess(*args, "--snapshot-update")
+    stored = run(pytester, *args, "--snapshot-update")
     assert stored.ret == 0, stored.stdout.str()
     path = next(pytester.path.glob("__benchmark_snapshots__/**/*.json"))
     assert json.loads(path.read_text())["settings"]["render"] == "faithful"
-    fast = pytester.runpytest_subprocess(*args, "--benchmark-render=fast")
+    fast = run(pytester, *args, "--benchmark-render=fast")
     assert fast.ret == pytest.ExitCode.TESTS_FAILED
     fast.stdout.fnmatch_lines([
         "*metaworld/reach-v3: snapshot *reach-v3.json: the snapshot was rendered faithful, this "
@@ -140,10 +140,14 @@ def test_the_gate_refuses_a_snapshot_of_the_other_render_mode(pytester: pytest.P
     ])  # fmt: skip
     assert json.loads((pytester.path / "run.json").read_text())["run"]["render"] == "fast"
     # Updating does not overwrite the faithful snapshot unless told to.
-    kept = pytester.runpytest_subprocess(*args, "--benchmark-render=fast", "--snapshot-update")
+    kept = run(pytester, *args, "--benchmark-render=fast", "--snapshot-update")
     assert json.loads(path.read_text())["settings"]["render"] == "faithful", kept.stdout.str()
-    replaced = pytester.runpytest_subprocess(
-        *args, "--benchmark-render=fast", "--snapshot-update", "--benchmark-snapshot-replace"
+    replaced = run(
+        pytester,
+        *args,
+        "--benchmark-render=fast",
+        "--snapshot-update",
+        "--benchmark-snapshot-replace",
     )
     assert replaced.ret == 0
     assert json.loads(path.read_text())["settings"]["render"] == "fast"
