@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from helpers import XDIST_VARIABLES, read_metrics
+from helpers import XDIST_VARIABLES, read_metrics, run
 
 #: A policy that takes PACE_S seconds per batch (a model made slower on purpose).
 PACED = """
@@ -123,7 +123,7 @@ def test_a_session_that_fails_before_any_task_leaves_no_earlier_metrics(
     toy_project: pytest.Pytester,
 ):
     metrics = toy_project.path / "benchmark-results" / "metrics.json"
-    toy_project.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=4)
+    run(toy_project).assert_outcomes(passed=4)
     assert read_metrics(metrics)["results"]
     # A conftest fixture that fails every test before evaluate() runs.
     toy_project.makeconftest(
@@ -131,7 +131,7 @@ def test_a_session_that_fails_before_any_task_leaves_no_earlier_metrics(
         + "\nimport pytest\n\n@pytest.fixture(autouse=True)\ndef broken():\n"
         + "    raise RuntimeError('no simulator today')\n"
     )
-    failed = toy_project.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark-seed=7")
+    failed = run(toy_project, "--benchmark-seed=7")
     failed.assert_outcomes(errors=4)
     failed.stdout.fnmatch_lines(
         [f"metrics: the session failed before any task finished; {metrics} holds this run's*"]
@@ -143,17 +143,17 @@ def test_a_session_that_fails_before_any_task_leaves_no_earlier_metrics(
 
 def test_no_benchmark_test_collected_leaves_the_metrics_alone(toy_project: pytest.Pytester):
     metrics = toy_project.path / "benchmark-results" / "metrics.json"
-    toy_project.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=4)
+    run(toy_project).assert_outcomes(passed=4)
     before = metrics.read_bytes()
     toy_project.makepyfile(test_plain="def test_unrelated():\n    assert False\n")
-    plain = toy_project.runpytest_subprocess("-p", "no:cacheprovider", "test_plain.py")
+    plain = run(toy_project, "test_plain.py")
     plain.assert_outcomes(failed=1)
     assert metrics.read_bytes() == before
     assert "metrics:" not in plain.stdout.str()
 
 
 def test_both_plugins_options_are_in_help_and_disjoint(pytester: pytest.Pytester):
-    text = pytester.runpytest_subprocess("--help").stdout.str()
+    text = run(pytester, "--help").stdout.str()
     sections = re.split(r"\n(?=\S[^\n]*:\n)", text)
 
     def flags(title: str) -> set[str]:

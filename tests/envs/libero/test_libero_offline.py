@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import run
 
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.tasks import EnvConfig
@@ -177,8 +178,8 @@ def test_rollout(evaluate):
     assert result.error is None and result.n_episodes == 1
 """
     )
-    result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--benchmark-env=libero", "--benchmark-task=libero_spatial/0",
+    result = run(
+        pytester, "--benchmark-env=libero", "--benchmark-task=libero_spatial/0",
         "--benchmark-obs=state", "--benchmark-policy=noop", "--benchmark-episodes=1",
         "--benchmark-max-steps=15", "-v",
     )  # fmt: skip
@@ -220,8 +221,10 @@ def test_rollout(evaluate):
 
 def test_camera_renames_must_name_a_camera(pytester: pytest.Pytester):
     pytester.makepyfile("def test_nothing(): pass")
-    result = pytester.runpytest_subprocess(
-        "--benchmark-env=libero,metaworld", "--benchmark-camera-map=corner2_image=c1,wrist=c2"
+    result = run(
+        pytester,
+        "--benchmark-env=libero,metaworld",
+        "--benchmark-camera-map=corner2_image=c1,wrist=c2",
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([
