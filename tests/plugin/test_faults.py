@@ -17,14 +17,10 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from helpers import HANG_TIMEOUT, leftover_processes, read_metrics
+from helpers import HANG_TIMEOUT, leftover_processes, read_metrics, run, run_in_subprocess
 
 from pytest_benchmarks.metrics.document import schema
 from pytest_benchmarks.metrics.document import write_metrics as write_atomic
-
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
 
 
 def rows(pytester: pytest.Pytester) -> dict[str, dict]:
@@ -34,7 +30,7 @@ def rows(pytester: pytest.Pytester) -> dict[str, dict]:
 
 
 def test_a_killed_vector_worker_is_recorded_with_its_signal(toy_project: pytest.Pytester):
-    result = run(
+    result = run_in_subprocess(
         toy_project,
         "--benchmark-task=walk,killed,stroll",
         "--benchmark-episodes=4",
@@ -52,7 +48,7 @@ def test_a_killed_vector_worker_is_recorded_with_its_signal(toy_project: pytest.
 
 
 def test_a_vector_worker_killed_as_it_starts_is_named(toy_project: pytest.Pytester):
-    result = run(
+    result = run_in_subprocess(
         toy_project, "--benchmark-task=walk,killed-at-start", "--benchmark-episodes=2",
         "--benchmark-batch-size=2",
     )  # fmt: skip
@@ -107,7 +103,7 @@ def act(self, batch):
 toybench.Walker.act = act
 """
     )
-    result = run(
+    result = run_in_subprocess(
         toy_project,
         "--benchmark-task=reset-error,walk,step-error,stroll",
         "--benchmark-episodes=2",
@@ -136,7 +132,7 @@ toybench.Walker.act = act
 
 @pytest.mark.parametrize("batch", ["1", "2"])
 def test_timeout_stops_a_hung_task_and_reaps_its_workers(toy_project: pytest.Pytester, batch):
-    result = run(
+    result = run_in_subprocess(
         toy_project,
         "--benchmark-task=walk,hang,stroll",
         "--benchmark-episodes=2",
