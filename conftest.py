@@ -13,13 +13,19 @@ through its ``pytest11`` entry point, as it does for every user.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 pytest_plugins = ["pytester"]
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """With neither paths nor ``-m``, the quick tier. Set as the marker expression here, in the
-    controller, so that xdist hands it to its workers with the other options."""
+    """With neither paths nor ``-m``, the quick tier: benchmarks/ is not even collected (its
+    session would write the main job's metrics file, and its modules' names are the ones the
+    plugin's tests give their own projects). Set here, in the controller, so that xdist hands
+    the marker expression and the paths to its workers."""
     if config.args_source is pytest.Config.ArgsSource.TESTPATHS and not config.option.markexpr:
         config.option.markexpr = "not e2e"
+        benchmarks = config.rootpath / "benchmarks"
+        config.args = [arg for arg in config.args if Path(arg).resolve() != benchmarks]
