@@ -254,7 +254,8 @@ import toybench, numpy as np
 toybench.Walker.act = lambda self, batch: np.full((len(batch["task"]), 1), np.nan, np.float32)
 """
     )
-    result = run(toy_project, "--benchmark-task=walk", "--benchmark-episodes=2")
+    # In a process of its own: its conftest patches toybench, which this process may hold.
+    result = run_in_subprocess(toy_project, "--benchmark-task=walk", "--benchmark-episodes=2")
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         ["*ActionError: actions hold NaN or inf (policy scripted:toy.walker; episode 0 step 0)*"]
