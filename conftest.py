@@ -4,7 +4,8 @@ two tiers of the suite.
 
 The quick tier is what ``pytest`` runs with no paths and no ``-m``: every test not marked
 ``e2e``. The end-to-end tier (``pytest -m e2e``) is the jobs a user runs whole: installs, the
-train smoke, tox, the perf scripts, the README's LIBERO commands and benchmarks/ (the main job).
+train smoke, tox, the perf scripts, the README's LIBERO and speed commands, LeRobot's CI
+commands and benchmarks/ (the main job).
 Paths given on the command line run what they name, so ``pytest benchmarks`` stays the main job.
 
 Strict markers are set in pyproject.toml (``strict_markers``); the plugin itself registers

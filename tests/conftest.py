@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import TOY_CONFTEST, TOY_TESTS, fill_up, hub_cache, tmpfs
+from helpers import TOY_CONFTEST, TOY_TESTS, fill_up, hub_cache, offline_hub, tmpfs
 
 
 @pytest.hookimpl(trylast=True)
@@ -64,9 +64,5 @@ def pi_hub_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def offline_pi_tokenizer(pi_hub_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """This process as under ``HF_HUB_CACHE=<pi_hub_cache> HF_HUB_OFFLINE=1``: what
-    huggingface_hub read from those variables when it was imported, set anew."""
-    from huggingface_hub import constants
-
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(pi_hub_cache))
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    """This process as under ``HF_HUB_CACHE=<pi_hub_cache> HF_HUB_OFFLINE=1``."""
+    offline_hub(monkeypatch, pi_hub_cache)

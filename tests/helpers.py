@@ -209,16 +209,18 @@ def fill_up(path: Path) -> None:
             f.flush()
 
 
-def offline_hub(monkeypatch: pytest.MonkeyPatch, cache: Path) -> None:
-    """This process, and the processes it starts, as under ``HF_HUB_CACHE=<cache>
-    HF_HUB_OFFLINE=1``: huggingface_hub read those variables when it was imported, so its
-    constants are set too, and an in-process session reads the cache as a new process would."""
+def offline_hub(monkeypatch: pytest.MonkeyPatch, cache: Path | None = None) -> None:
+    """This process, and the processes it starts, as under ``HF_HUB_OFFLINE=1`` (and
+    ``HF_HUB_CACHE=<cache>`` when given): huggingface_hub read those variables when it was
+    imported, so its constants are set too, and an in-process session reads the cache as a new
+    process would."""
     from huggingface_hub import constants
 
-    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    if cache is not None:
+        monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+        monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
 
 
 def hub_cache(root: Path, repo: str, folder: Path, commit: str) -> None:

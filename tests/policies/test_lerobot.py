@@ -365,10 +365,7 @@ def test_smolvla_and_pi0_configs_go_through_the_same_feature_check(
     folder = tmp_path / kind
     folder.mkdir()
     config._save_pretrained(folder)
-    from huggingface_hub import constants
-
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # as read at its import
+    offline_hub(monkeypatch)
     if kind == "smolvla":
         result = run_policy(pytester, folder)
         result.stdout.fnmatch_lines(
