@@ -10,7 +10,7 @@ from functools import partial
 
 from pytest_benchmarks.core import catalog, rendering
 from pytest_benchmarks.core.settings import Settings, default_obs
-from pytest_benchmarks.core.tasks import SelectionError, TaskRef
+from pytest_benchmarks.core.tasks import EnvArgsError, SelectionError, TaskRef
 from pytest_benchmarks.core.validation import OptionError
 
 
@@ -30,6 +30,9 @@ def select(options: Settings) -> Selection:
     """Resolve the benchmarks and tasks of a run and check the options that depend on them."""
     unavailable: dict[str, str] = {}
     active: list[str] = []
+    # Before any benchmark lists its tasks: LeRobot's types build (and import) their simulators
+    # to list them, and MuJoCo reads its backend once, at import.
+    rendering.choose_backend()
     _bind_env_args(options)
     for name in options.envs or catalog.names():
         reason = catalog.problem(name)
@@ -189,5 +192,7 @@ def _declared_problems(options: Settings, tasks: dict[str, list[TaskRef]]) -> di
                 spaces = partial(options.env_config, task)
                 catalog.call(benchmark, f"spaces() for {task.id}", spaces)
         except catalog.BenchmarkLoadError as exc:
+            if isinstance(exc.__cause__, EnvArgsError):  # the user's fields, not the plugin
+                raise OptionError(f"{exc.__cause__.option}: {exc.__cause__}") from None
             problems[name] = str(exc)
     return problems

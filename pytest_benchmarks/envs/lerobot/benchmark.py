@@ -22,6 +22,7 @@ import contextlib
 import functools
 import importlib.util
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -207,6 +208,24 @@ class LeRobotEnv(Benchmark):
     def _facts(self, task: TaskRef) -> tuple[gym.Space[Any], gym.Space[Any], int]:
         return _facts(self.env_type, task.task, self.env_args, task.suite, task.task_id)
 
+    def describe(self, config: EnvConfig) -> EnvConfig:
+        """The base's description; what LeRobot makes with --benchmark-env-arg's fields but
+        this harness cannot run (pixels alone, no dict) blames those fields when the env runs
+        without them."""
+        try:
+            return super().describe(config)
+        except lerobot_env.LeRobotEnvError as exc:
+            if not config.env_args:
+                raise
+            try:
+                super().describe(replace(config, env_args=()))
+            except lerobot_env.LeRobotEnvError:
+                raise exc from None
+            given = ",".join(f"{name}={value}" for name, value in config.env_args)
+            raise EnvArgsError(
+                f"{given}: {self.name}: {exc} (without these fields it runs here)"
+            ) from None
+
     def spaces(self, config: EnvConfig) -> tuple[gym.Space[Any], gym.Space[Any]]:
         observation, action, _ = _facts(
             self.env_type, config.task.task, config.env_args, config.task.suite,
@@ -291,6 +310,11 @@ def _keys(space: gym.Space[Any]) -> dict[str, tuple[tuple[str, ...], gym.Space[A
     for raw, name in (("agent_pos", STATE), ("environment_state", ENV_STATE)):
         if raw in space.spaces:
             found[name] = ((raw,), space.spaces[raw])
+    if not found:  # LeRobot's preprocess_observation would hand a policy nothing
+        raise lerobot_env.LeRobotEnvError(
+            f"the env's observations ({', '.join(space.spaces)}) hold none of pixels, "
+            "agent_pos, environment_state, the keys LeRobot's policies read"
+        )
     return found
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import run_in_subprocess
 
 from pytest_benchmarks.api import evaluate
 from pytest_benchmarks.core import catalog
@@ -167,6 +168,15 @@ def test_records_are_the_same_at_every_batch_size_and_under_xdist(pytester: pyte
         (["--benchmark-env=lerobot:pusht", "--benchmark-env-arg=observation_height=0"],
          "ERROR: --benchmark-env-arg: observation_height=0: lerobot:pusht: observation_height is "
          "0, not a positive number (without these fields LeRobot makes it)"),
+        # Fields LeRobot accepts but that leave no observation this harness can hand a policy,
+        # on two types at once (gym-aloha's pixels are {"top": ...}, gym-pusht's one image).
+        (["--benchmark-env=lerobot:aloha,lerobot:pusht", "--benchmark-env-arg=obs_type=pixels"],
+         "ERROR: --benchmark-env-arg: obs_type=pixels: lerobot:aloha: the env's observations "
+         "(top) hold none of pixels, agent_pos, environment_state, the keys LeRobot's policies "
+         "read (without these fields it runs here)"),
+        (["--benchmark-env=lerobot:pusht", "--benchmark-env-arg=obs_type=pixels"],
+         "ERROR: --benchmark-env-arg: obs_type=pixels: lerobot:pusht: the env's observations are "
+         "Box(0, 255, (96, 96, 3), uint8), not a dict (without these fields it runs here)"),
         (["--benchmark-env=lerobot:"],
          "ERROR: --benchmark-env: benchmark 'lerobot:' names no lerobot type: lerobot:TYPE"),
     ],
@@ -178,6 +188,25 @@ def test_a_type_that_cannot_be_made_is_one_line(pytester: pytest.Pytester, args,
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([line])
     assert "Traceback" not in result.stderr.str()
+
+
+def test_the_gl_backend_is_chosen_before_a_type_builds_its_simulator(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+):
+    """Listing ``lerobot:aloha``'s tasks builds dm_control's physics, which reads MUJOCO_GL at
+    import: chosen first, so a machine with no display gets no GLFW errors, no crash in
+    ``MjrContext.__del__``, only the one line. A process of its own: the suite's has chosen."""
+    monkeypatch.delenv("MUJOCO_GL", raising=False)
+    monkeypatch.delenv("PYOPENGL_PLATFORM", raising=False)
+    monkeypatch.delenv("DISPLAY", raising=False)
+    pytester.makepyfile(test_lr="import pytest\npytestmark = pytest.mark.benchmark_env('lerobot')\n"
+                                "def test_it(evaluate):\n    evaluate()\n")  # fmt: skip
+    result = run_in_subprocess(
+        pytester, "--benchmark-env=lerobot:aloha", "--benchmark-env-arg=obs_type=pixels"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --benchmark-env-arg: obs_type=pixels: lerobot:aloha: *"])
+    assert "GLFW" not in result.stderr.str() and "Exception ignored" not in result.stderr.str()
 
 
 #: Zero actions, but a Ctrl-C at reach-v3's third episode unless the file ``calm`` exists
