@@ -51,6 +51,10 @@ class Benchmark(ABC):
     packages: ClassVar[tuple[str, ...]] = ()
     #: Whether ``--benchmark-env-arg`` fields reach its env config (``bind``).
     takes_env_args: ClassVar[bool] = False
+    #: Modules each env worker process imports, which the forkserver imports once instead, so
+    #: that a worker starts by a fork (``engine.vector.preload_workers``). Only modules that
+    #: are safe to import before a fork: no threads, no GL context.
+    worker_modules: ClassVar[tuple[str, ...]] = ()
 
     def bind(self, env_args: Sequence[tuple[str, str]]) -> None:  # noqa: B027 (optional hook)
         """Take the run's ``--benchmark-env-arg`` fields before its tasks are listed."""

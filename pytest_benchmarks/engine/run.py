@@ -24,7 +24,7 @@ from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.engine.evaluation import evaluate_task
 from pytest_benchmarks.engine.recording import check_parts, recorder_for
 from pytest_benchmarks.engine.trace import StepTraceFile, trace_path
-from pytest_benchmarks.engine.vector import LazyVectorEnv, slots_for
+from pytest_benchmarks.engine.vector import LazyVectorEnv, preload_workers, slots_for
 from pytest_benchmarks.metrics import journal
 from pytest_benchmarks.metrics.journal import JournalWriter
 from pytest_benchmarks.metrics.resume import (
@@ -67,6 +67,7 @@ class RunEngine:
         """The engine of a run; with ``settings.resume``, the file and journal it carries on
         are read and checked here (``metrics.resume.ResumeError``, one line)."""
         engine = cls(settings, selection, workers, journaling=journaling)
+        preload_workers(catalog.get(name) for name, tasks in selection.items() if tasks)
         if settings.resume:
             ids = engine.task_ids()
             earlier = load_resumable(settings.metrics, settings, engine.notes)

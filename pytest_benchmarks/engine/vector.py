@@ -11,10 +11,11 @@ the next planned episode or, when none is left, with ``park`` (no simulator call
 from __future__ import annotations
 
 import math
+import multiprocessing
 import os
 import signal
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import replace
 from functools import partial
 from multiprocessing.connection import Connection
@@ -206,6 +207,27 @@ def make_vector_env(
             raise
         raise WorkerStartError(f"{dead} while starting") from exc
     return env
+
+
+#: What every env worker imports: the forkserver's preload (``__main__`` is its default).
+BASE_PRELOAD = ("__main__", "numpy", "gymnasium", __name__)
+
+
+def preload_workers(benchmarks: Iterable[Benchmark]) -> None:
+    """Have the forkserver import what these benchmarks' env workers need, once, before it
+    forks them: a worker then starts by a fork rather than by importing its simulator (two
+    Meta-World workers start in 0.35 s, not 1.0 s; a LeRobot type's in 0.65 s, not 7 s).
+    The forkserver is started once per process: the first run of a process decides its
+    preload, and a later one in the same process with other benchmarks imports in its workers
+    as before."""
+    wanted = [m for b in benchmarks for m in b.worker_modules]
+    for module in wanted:
+        if module not in _preload:
+            _preload.append(module)
+    multiprocessing.set_forkserver_preload(list(_preload))
+
+
+_preload: list[str] = list(BASE_PRELOAD)
 
 
 class WorkerStartError(RuntimeError):

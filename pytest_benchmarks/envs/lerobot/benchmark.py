@@ -58,6 +58,12 @@ class LeRobotEnv(Benchmark):
     requires = ("lerobot",)
     observation_modes = ("lerobot",)
     takes_env_args = True
+    # LeRobot's env configs import transformers and torch: 3 s in each worker otherwise.
+    worker_modules = (
+        "lerobot.envs.configs",
+        "lerobot.envs.factory",
+        "pytest_benchmarks.envs.lerobot.benchmark",
+    )
     #: ``--benchmark-env-arg``'s fields, bound by the run's selection (``bind``).
     env_args: tuple[tuple[str, str], ...] = ()
 
@@ -70,6 +76,7 @@ class LeRobotEnv(Benchmark):
             FAMILY_MEMBERS[name] = type(name, (cls,), {
                 "name": f"{FAMILY}:{env_type}", "env_type": env_type, "__module__": __name__,
                 "__qualname__": name,
+                "worker_modules": cls.worker_modules + TYPE_MODULES.get(env_type, ()),
             })  # fmt: skip
         return FAMILY_MEMBERS[name]
 
@@ -259,6 +266,13 @@ class LeRobotEnv(Benchmark):
             "(--benchmark-policy=module:PKG.MOD:FACTORY or lerobot:CHECKPOINT)"
         )
 
+
+#: The simulator modules a type's env workers import, where they are known to be safe to
+#: import in the forkserver (``Benchmark.worker_modules``).
+TYPE_MODULES: dict[str, tuple[str, ...]] = {
+    "metaworld": ("metaworld", "lerobot.envs.metaworld"),
+    "pusht": ("gym_pusht",),
+}
 
 #: The name of ``lerobot:TYPE``'s class: ``LeRobotEnv_TYPE``.
 CLASS_PREFIX = "LeRobotEnv_"

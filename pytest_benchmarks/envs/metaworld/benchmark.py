@@ -126,6 +126,7 @@ class MetaWorld(Benchmark):
     fps = 80  # frame_skip 5 x timestep 0.0025 s; LeRobot's MetaworldEnv says the same
     robot_type = "sawyer"
     packages = ("mujoco", "metaworld")
+    worker_modules = ("mujoco", "metaworld", "pytest_benchmarks.envs.metaworld.benchmark")
 
     def tasks(self) -> list[TaskRef]:
         return [
