@@ -117,7 +117,10 @@ def test_merge_refuses_overlap_and_mixed_settings(toy_project: pytest.Pytester):
     )
     done = cli("merge", first, other_seed, "-o", toy_project.path / "m.json")
     assert done.returncode == 2
-    assert f"{other_seed}: seed is 5 but 1000 in {first}" in done.stderr
+    assert (
+        f"{other_seed}: seed 1000 → 5 from {first}; shards of one run share every setting an "
+        "outcome depends on"
+    ) in done.stderr
     assert not (toy_project.path / "m.json").exists()
 
 
@@ -285,12 +288,13 @@ def test_compare_and_merge_refuse_runs_of_different_render_modes(toy_project: py
     done = cli("compare", faithful, fast)
     assert done.returncode == 3
     assert done.stderr.strip() == (
-        "pytest-benchmarks: cannot compare: the old run was rendered faithful, the new run "
-        "fast: runs of different render modes (--benchmark-render) are not compared"
+        "pytest-benchmarks: cannot compare: the old run and the new run are different "
+        "experiments (render faithful → fast): runs that differ in --benchmark-render are not "
+        "compared; run the new one with the old one's settings"
     )
     merged = cli("merge", faithful, fast, "-o", toy_project.path / "merged.json")
     assert merged.returncode == 2
-    assert "render is 'fast' but 'faithful'" in merged.stderr
+    assert "render faithful → fast from" in merged.stderr
 
 
 def test_hostile_inputs_and_outputs_are_one_line(toy_project: pytest.Pytester, tmp_path: Path):

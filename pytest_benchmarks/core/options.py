@@ -31,8 +31,14 @@ class Option:
     metavar: str | None = None
     #: ``--benchmark-NAME`` when it is not the field's name (``--benchmark-env`` for envs).
     name: str = ""
-    #: A resumed run must have the same value as the file it carries on: the setting decides
-    #: which episodes and tasks run, or how an episode turns out.
+    #: Whether two runs that differ in it can be compared (``core.comparability``, asked by
+    #: the snapshot gate, ``merge``, ``compare`` and resume): "refuse" (another experiment:
+    #: the step limit, what the policy sees, the initial states, how it is batched), "note"
+    #: (compared, the difference said: the seed, the episode count, the policy), None (no
+    #: bearing on an episode's outcome: batch size, workers, paths, the gate's own settings).
+    compare: Literal["refuse", "note"] | None = None
+    #: Beyond ``compare``, a resumed run must have the same value as the file it carries on:
+    #: the setting decides which tasks and episodes the run holds (the plan, the dataset).
     resume: bool = False
     #: The rerun command names it: always, or where it is not the default.
     rerun: Literal["always", "changed"] | None = None

@@ -107,7 +107,7 @@ class Settings:
     ))
     episodes: int = setting(DEFAULT_EPISODES, Option(
         f"episodes per task (default {DEFAULT_EPISODES})",
-        values.integer(1, MAX_EPISODES), "N", resume=True, api="episodes",
+        values.integer(1, MAX_EPISODES), "N", compare="note", api="episodes",
     ))
     batch_size: int = setting(0, Option(
         "envs stepped together per task; 0 = auto: floor(0.7 x CPUs per worker), "
@@ -120,7 +120,7 @@ class Settings:
     ))
     seed: int = setting(DEFAULT_SEED, Option(
         f"base seed; episode i uses seed + i (default {DEFAULT_SEED})",
-        values.integer(0, MAX_SEED), "N", resume=True, rerun="always", snapshot="always",
+        values.integer(0, MAX_SEED), "N", compare="note", rerun="always", snapshot="always",
         api="seed",
     ))
     policy: PolicySpec = setting(PolicySpec.parse(DEFAULT_POLICY), Option(
@@ -129,11 +129,12 @@ class Settings:
         "(a Hugging Face checkpoint), lerobot:REPO_ID_OR_DIR (a LeRobot policy), "
         "module:package.module:factory (factory(config, num_envs) returns the policy), or a "
         f"checkpoint directory (./path or /path) (default {DEFAULT_POLICY})",
-        _policy, "SPEC", resume=True, rerun="always", api="policy", dump=str,
+        _policy, "SPEC", compare="note", rerun="always", api="policy", dump=str,
     ))
     max_steps: int | None = setting(None, Option(
         "episode step limit (default: the benchmark's own)",
-        values.integer(1), "N", resume=True, rerun="changed", snapshot="always", api="max_steps",
+        values.integer(1), "N", compare="refuse", rerun="changed", snapshot="always",
+        api="max_steps",
     ))
     metrics: Path = setting(Path(DEFAULT_METRICS), Option(
         f"metrics JSON path (default {DEFAULT_METRICS})",
@@ -147,30 +148,31 @@ class Settings:
         "observations: state (no rendering), pixels (camera images too) or lerobot (the layout "
         "of LeRobot's own wrapper for the benchmark); default: lerobot for lerobot: policies, "
         "else the benchmark's own (LIBERO pixels, Meta-World state)",
-        values.choice(OBS_MODES), "{state,pixels,lerobot}", resume=True, rerun="changed",
+        values.choice(OBS_MODES), "{state,pixels,lerobot}", compare="refuse", rerun="changed",
         snapshot="always", api="obs",
     ))
     image_size: tuple[int, int] = setting(DEFAULT_IMAGE_SIZE, Option(
         "camera image size, N or HxW (default 128)",
-        values.image_size, "N|HxW", resume=True, rerun="changed", snapshot="pixels_or_none",
+        values.image_size, "N|HxW", compare="refuse", rerun="changed", snapshot="pixels_or_none",
         api="image_size", show=values.size_text,
     ))
     settle_steps: int | None = setting(None, Option(
         "no-op steps after each reset before the policy acts (default: the benchmark's own)",
-        values.integer(0), "N", resume=True, rerun="changed", snapshot="always",
+        values.integer(0), "N", compare="refuse", rerun="changed", snapshot="always",
     ))
     render: str = setting("faithful", Option(
         "camera rendering: faithful (the model's own: multisampling, shadows, reflections) or "
         "fast (none of them, coarser meshes: 4.5-15x quicker on a CPU, other pixels; snapshots "
         "and compare keep the two apart) (default faithful)",
-        values.choice(RENDER_MODES), "{faithful,fast}", resume=True, rerun="changed",
+        values.choice(RENDER_MODES), "{faithful,fast}", compare="refuse", rerun="changed",
         snapshot="pixels", api="render",
     ))
     camera_map: tuple[tuple[str, str], ...] = setting((), Option(
         "rename cameras, e.g. agentview_image=camera1,robot0_eye_in_hand_image=camera2, or as "
         "JSON like lerobot-eval's --env.camera_name_mapping",
         values.pairs('agentview_image=camera1 or \'{"agentview_image": "camera1"}\''),
-        "CAM=NAME[,...]", resume=True, rerun="changed", api="camera_map", dump=values.pairs_json,
+        "CAM=NAME[,...]", compare="refuse", rerun="changed", snapshot="set",
+        api="camera_map", dump=values.pairs_json,
         show=values.pairs_text,
     ))
     #: lerobot:TYPE benchmarks: fields of LeRobot's env config (``lerobot-eval --env.FIELD``).
@@ -179,7 +181,7 @@ class Settings:
         "--env.FIELD=VALUE does, e.g. obs_type=pixels_agent_pos,episode_length=100 (JSON for "
         "values with commas)",
         values.pairs('obs_type=pixels_agent_pos or \'{"render_resolution": "[480,480]"}\''),
-        "FIELD=VALUE[,...]|JSON", name="env_arg", resume=True, rerun="changed",
+        "FIELD=VALUE[,...]|JSON", name="env_arg", compare="refuse", rerun="changed",
         snapshot="set", api="env_args", dump=values.pairs_json, show=values.pairs_text,
     ))
     #: LeRobot policies: renames of observation features before the policy's pre-processor
@@ -189,7 +191,7 @@ class Settings:
         "like lerobot-eval's --rename_map (JSON, or OLD=NEW[,...]), e.g. "
         "observation.image=observation.images.camera1",
         values.pairs('\'{"observation.image": "observation.images.camera1"}\''),
-        "OLD=NEW[,...]|JSON", resume=True, rerun="changed", snapshot="set", api="rename_map",
+        "OLD=NEW[,...]|JSON", compare="refuse", rerun="changed", snapshot="set", api="rename_map",
         dump=values.pairs_json, show=values.pairs_text,
     ))
     #: Episode indices to run instead of range(episodes).
@@ -274,7 +276,7 @@ class Settings:
         "lerobot: policies: slots whose episodes are at the same step of their action chunk "
         "share one forward pass (faster; records may differ from batch-of-one inference, so it "
         "is part of a snapshot's settings)",
-        values.flag, resume=True, rerun="changed", snapshot="set", api="batched_inference",
+        values.flag, compare="refuse", rerun="changed", snapshot="set", api="batched_inference",
     ))
     #: One process per device holds a lerobot: policy and acts for every worker's slots
     #: together (``serving``); auto: on for a GPU under xdist. Resolved to on or off for a run.

@@ -26,10 +26,11 @@ from pytest_benchmarks.metrics import journal
 from pytest_benchmarks.metrics.document import load_results
 from pytest_benchmarks.metrics.runs import InputError, load
 
-#: What a run's episodes depend on, or which episodes and tasks it runs (the registry's
-#: ``resume`` options): a resumed run's must equal the file's, where a file that predates a
-#: setting had its default. (Batch size, workers, sync and devices change no outcome.)
-SAME_SETTINGS = {o.field: o.dump(o.default) for o in OPTIONS if o.resume}
+#: What a run's episodes depend on (the registry's comparability rule, both kinds), or which
+#: episodes and tasks it runs (its ``resume`` options): a resumed run's must equal the file's,
+#: where a file that predates a setting had its default. (Batch size, workers, sync and
+#: devices change no outcome.)
+SAME_SETTINGS = {o.field: o.dump(o.default) for o in OPTIONS if o.resume or o.compare}
 
 
 class ResumeError(ValueError):

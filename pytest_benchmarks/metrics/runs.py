@@ -10,23 +10,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_benchmarks.core import comparability
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.metrics import eval_info
 from pytest_benchmarks.metrics.document import build_metrics, load_results, schema
 from pytest_benchmarks.metrics.stats import Comparison, judge, summary
-
-#: Run settings that must agree for shards to form one run.
-SHARED_SETTINGS = (
-    "seed",
-    "episodes",
-    "policy",
-    "max_steps",
-    "obs",
-    "image_size",
-    "render",
-    "settle_steps",
-)
-
 
 #: Exit statuses: 1 a regression (or, with --gate-power=fail, a gate that cannot fail), 2 bad
 #: input, 3 runs that cannot be judged (a task errored or ran no episode, or no task in common).
@@ -100,12 +88,13 @@ def merge(paths: Sequence[Path]) -> dict[str, Any]:
     results: list[TaskResult] = []
     check_shards(documents)
     for path, document in documents:
-        for key in SHARED_SETTINGS:
-            if document["run"].get(key) != first["run"].get(key):
-                raise InputError(
-                    f"{path}: {key} is {document['run'].get(key)!r} but "
-                    f"{first['run'].get(key)!r} in {first_path}; shards of one run share settings"
-                )
+        # Shards of one run share every setting with a bearing on outcomes.
+        differ = comparability.differences(first["run"], document["run"])
+        if differ:
+            raise InputError(
+                f"{path}: {', '.join(d.text() for d in differ)} from {first_path}; shards of "
+                "one run share every setting an outcome depends on"
+            )
         for result in load_results(document):
             if result.task.id in owner:
                 raise InputError(
@@ -183,12 +172,16 @@ def compare_runs(
     """Lines of the comparison and the exit status: EXIT_REGRESSION on a regression, or, with
     ``power="fail"``, a task whose test cannot detect any drop at these episode counts;
     EXIT_UNJUDGEABLE where a task could not be compared; 0 otherwise."""
-    modes = [document["run"].get("render") or "faithful" for document in (old, new)]
-    if modes[0] != modes[1]:
-        raise Unjudgeable(
-            f"the old run was rendered {modes[0]}, the new run {modes[1]}: runs of different "
-            "render modes (--benchmark-render) are not compared"
+    noted = []
+    if eval_info.SOURCE not in (old["run"].get("source"), new["run"].get("source")):
+        # lerobot-eval's files record no settings: nothing to hold against them.
+        differ = comparability.differences(old["run"], new["run"])
+        refused = comparability.refusal(
+            differ, "the old run", "the new run", "run the new one with the old one's settings"
         )
+        if refused:
+            raise Unjudgeable(refused)
+        noted = [f"note: the runs differ in {d.text()}" for d in differ]
     name = task_name(old, new)
     before = {name(r): r for r in load_results(old)}
     after = {name(r): r for r in load_results(new)}
@@ -207,7 +200,7 @@ def compare_runs(
         verdicts = judge({t: (before[t].episodes, after[t].episodes) for t in judged}, alpha, mode)
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    lines = [v.line() for v in verdicts.values()]
+    lines = [*noted, *(v.line() for v in verdicts.values())]
     lines += [f"{t}: cannot compare: {why}" for t, why in problems.items()]
     lines += [f"{task_id}: only in the old run" for task_id in sorted(set(before) - set(after))]
     lines += [f"{task_id}: only in the new run" for task_id in sorted(set(after) - set(before))]

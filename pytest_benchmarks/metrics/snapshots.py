@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_benchmarks.core import comparability
 from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.policy import BACKBONE
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
@@ -162,37 +163,21 @@ ABSENT: dict[str, Any] = {o.field: o.dump(o.default) for o in OPTIONS if o.snaps
 
 def setting_changes(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """``seed 1000 → 5000`` for each setting the snapshot recorded that this run changes."""
-    current = {**ABSENT, **current}
-    return [
-        f"{key} {_text(stored[key])} → {_text(current[key])}"
-        for key in sorted(stored)
-        if key in current and stored[key] != current[key]
-    ]
+    return [d.text() for d in comparability.differences(stored, current, absent=ABSENT)]
 
 
-def check_render(stored: dict[str, Any], current: dict[str, Any]) -> None:
-    """Refuse, in one line, to judge images of one render mode against another's outcomes
-    (settings record the mode only where images were rendered)."""
-    old, new = stored.get("render"), current.get("render")
-    if old and new and old != new:
-        raise SnapshotFormatError(
-            f"the snapshot was rendered {old}, this run {new}: runs of different render modes "
-            f"are not compared; run with --benchmark-render={old}, or store a {new} snapshot "
-            "with --snapshot-update --benchmark-snapshot-replace"
-        )
-
-
-def check_inference(stored: dict[str, Any], current: dict[str, Any]) -> None:
-    """Refuse, in one line, to judge a run of batched inference against outcomes of
-    batch-of-one inference, or the reverse: the records may differ by the batching alone."""
-    old, new = stored.get(BATCHED, False), current.get(BATCHED, False)
-    if old != new:
-        made, run = ("with", "without") if old else ("without", "with")
-        raise SnapshotFormatError(
-            f"the snapshot was made {made} --benchmark-batched-inference, this run {run}: "
-            f"its records may differ by the batching alone; run {made} it, or store a new "
-            "snapshot with --snapshot-update --benchmark-snapshot-replace"
-        )
+def check_comparable(stored: dict[str, Any], current: dict[str, Any]) -> None:
+    """Refuse, in one line, to judge this run against a snapshot of another experiment (the
+    registry's comparability rule: another step limit, other observations or initial states,
+    another render mode or batching of inference)."""
+    found = comparability.differences(stored, current, ("refuse",), absent=ABSENT)
+    refused = comparability.refusal(
+        found, "the snapshot", "this run",
+        "run with the snapshot's settings, or store a new snapshot with --snapshot-update "
+        "--benchmark-snapshot-replace",
+    )  # fmt: skip
+    if refused:
+        raise SnapshotFormatError(refused)
 
 
 def differences(snap: Snapshot, policy: dict[str, Any], settings: dict[str, Any]) -> list[str]:
@@ -204,16 +189,10 @@ def differences(snap: Snapshot, policy: dict[str, Any], settings: dict[str, Any]
             f"the snapshot is of another policy ({_policy_text(snap.policy)}, this run "
             f"{_policy_text(policy)}): a different experiment"
         )
-    changes = setting_changes(snap.settings, settings)
+    changes = comparability.differences(snap.settings, settings, ("note",), absent=ABSENT)
     if changes:
-        notes.append(f"the snapshot ran other settings ({', '.join(changes)})")
+        notes.append(f"the snapshot ran other settings ({', '.join(d.text() for d in changes)})")
     return notes
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, list):
-        return "x".join(map(str, value))
-    return "default" if value is None else str(value)
 
 
 def _policy_text(policy: dict[str, Any]) -> str:

@@ -24,8 +24,7 @@ from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.metrics.snapshots import (
     DIRNAME,
     SnapshotFormatError,
-    check_inference,
-    check_render,
+    check_comparable,
     differences,
     document,
     dumps,
@@ -137,8 +136,7 @@ class BenchmarkSnapshotExtension(SingleFileSnapshotExtension):
         stored = read(str(snapshot_data))
         if stored.id != new.id:
             raise SnapshotFormatError(f"holds task {stored.id!r}, not {new.id!r}")
-        check_render(stored.settings, ctx.settings)
-        check_inference(stored.settings, ctx.settings)
+        check_comparable(stored.settings, ctx.settings)
         size = len(ctx.family) if new.id in ctx.family else ctx.k
         self.comparison = compare(
             new.id, stored.episodes, new.episodes, ctx.alpha, size, ctx.mode,

@@ -120,7 +120,7 @@ def test_resume_compares_exactly_the_outcome_options(option, tmp_path: Path):
     write_metrics(path, build_metrics([], run, str(base.policy)))
     changed = _other(option.field, tmp_path)
     assert getattr(changed, option.field) != getattr(base, option.field)
-    if option.resume:
+    if option.resume or option.compare:
         with pytest.raises(ResumeError, match=f"was made with {option.field} "):
             load_resumable(path, changed)
     else:
@@ -148,6 +148,63 @@ def test_only_the_options_that_decide_an_outcome_are_in_the_rerun_command(tmp_pa
             changed = _other(option.field, tmp_path)
             parts = rerun_command("t.py", changed, _task()).split()
             assert not [p for p in parts if p.split("=")[0] == option.flag], option.field
+
+
+def _metrics(settings: Settings, tmp_path: Path, name: str, task: str) -> dict[str, Any]:
+    """A metrics document of ``settings`` with one finished episode of ``task``."""
+    from pytest_benchmarks.core import catalog
+    from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
+
+    episode = EpisodeRecord(0, 1000, 0, True, 5, 1.0, 1.0, 0.1)
+    (ref,) = catalog.get("metaworld").select([task])
+    result = TaskResult(ref, [episode], eval_s=0.1, planned=1)
+    run = run_info.run_block(run_info.static_info([], tmp_path), settings, 0, 0.0, False, 0)
+    document = build_metrics([result], run, str(settings.policy))
+    write_metrics(tmp_path / name, document)
+    return document
+
+
+@pytest.mark.parametrize("option", OPTIONS, ids=lambda o: o.field)
+def test_every_path_asks_the_one_comparability_rule(option, tmp_path: Path):
+    """Each setting through the four paths that put two runs side by side: resume (above),
+    ``merge`` (shards share every setting with a bearing on outcomes), ``compare`` (refuses a
+    "refuse" setting in one line before any statistic, notes a "note" one) and the snapshot
+    gate (the same, on the settings a snapshot records)."""
+    from pytest_benchmarks.core.comparability import COMPARED
+    from pytest_benchmarks.metrics import runs, snapshots
+
+    base = validation.build(root=tmp_path)
+    changed = _other(option.field, tmp_path)
+    old = _metrics(base, tmp_path, "old.json", "reach-v3")
+    new = _metrics(changed, tmp_path, "new.json", "reach-v3")
+    # Shards hold other tasks: only their settings differ.
+    _metrics(changed, tmp_path, "shard.json", "push-v3")
+    line = f"{option.field} "
+    if option.compare is None:
+        assert option.field not in COMPARED
+        if option.field != "shard":  # a shard beside a whole run is check_shards' to refuse
+            runs.merge([tmp_path / "old.json", tmp_path / "shard.json"])
+        lines, _ = runs.compare_runs(old, new, 0.05, "stat")
+        assert not any(line in text for text in lines if text.startswith("note:"))
+        return
+    with pytest.raises(runs.InputError, match=f"{line}.* shards of one run share"):
+        runs.merge([tmp_path / "old.json", tmp_path / "shard.json"])
+    if option.compare == "refuse":
+        with pytest.raises(runs.Unjudgeable, match=f"different experiments \\({line}"):
+            runs.compare_runs(old, new, 0.05, "stat")
+    else:
+        lines, _ = runs.compare_runs(old, new, 0.05, "stat")
+        assert lines[0].startswith(f"note: the runs differ in {line}")
+    # The gate: what the snapshot records of the setting (the run block's form where it
+    # records it only where it applies, as a pixel run does).
+    stored = {option.field: old["run"][option.field]}
+    current = {option.field: new["run"][option.field]}
+    if option.compare == "refuse":
+        with pytest.raises(snapshots.SnapshotFormatError, match=f"\\({line}.* not compared;"):
+            snapshots.check_comparable(stored, current)
+    else:
+        snapshots.check_comparable(stored, current)
+        assert snapshots.setting_changes(stored, current)[0].startswith(line)
 
 
 def test_the_run_block_holds_each_run_block_option(tmp_path: Path):

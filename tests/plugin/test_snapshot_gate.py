@@ -1,7 +1,8 @@
 """The snapshot gate in whole pytest sessions: ``assert evaluate() == snapshot``.
 
 The toy corridor gives exact, fast control: its slow task needs 20, 22, 24 or 26 steps by
-initial state, so ``--benchmark-max-steps=21`` turns 100% into 25% on the same episodes.
+initial state within its 30, and a walker of shorter stride (``TOY_STRIDE=0.7``: 29, 32, 35,
+38 steps) turns 100% into 25% on the same episodes.
 """
 
 from __future__ import annotations
@@ -52,24 +53,56 @@ def test_update_stores_one_file_per_task_and_a_rerun_passes(gated: pytest.Pytest
     result.stdout.fnmatch_lines(["*snapshot gate (stat, alpha 0.05*): 2 compared, 0 regressed*"])
 
 
-def test_a_drop_fails_with_one_readable_line(gated: pytest.Pytester):
+def test_a_drop_fails_with_one_readable_line(
+    gated: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+):
     run(gated, "--snapshot-update").assert_outcomes(passed=2)
-    result = run(gated, "--benchmark-max-steps=21", "-n", "2")
+    monkeypatch.setenv("TOY_STRIDE", "0.7")
+    result = run(gated, "-n", "2")
     result.assert_outcomes(passed=1, failed=1)
     # 6 of 8 paired episodes lost: McNemar p = 1/64, judged at 0.05 / 2 tasks.
     result.stdout.fnmatch_lines(
         [
             "*toy/stroll: 8/8 (100%, 68–100) → 2/8 (25%, 7–59), McNemar p=0.016 < 0.025 "
-            "→ regression; the snapshot ran other settings (max_steps 30 → 21) "
-            "(if intended, store it with --snapshot-update)",
+            "→ regression (if intended, store it with --snapshot-update)",
             "*REGRESSION toy/stroll*",
         ]
     )
     assert "Traceback" not in result.stdout.str()
 
 
-def test_an_improvement_passes_and_says_how_to_store_it(gated: pytest.Pytester):
-    run(gated, "--snapshot-update", "--benchmark-max-steps=21").assert_outcomes(passed=2)
+@pytest.mark.parametrize(
+    ("args", "changed"),
+    [
+        (["--benchmark-max-steps=100"], "max_steps 30 → 100): runs that differ in "
+                                        "--benchmark-max-steps are"),
+        (["--benchmark-settle-steps=2"], "settle_steps default → 2): runs that differ in "
+                                         "--benchmark-settle-steps are"),
+    ],
+)  # fmt: skip
+def test_a_run_of_another_experiment_is_refused_not_judged(
+    gated: pytest.Pytester, args: list[str], changed: str
+):
+    """A run with another step limit (more time for the policy: it would pass, or less: it
+    would fail) or other initial states is not the snapshot's experiment: each task's test
+    fails with one line naming the setting and both values, and no statistic is shown."""
+    run(gated, "--snapshot-update").assert_outcomes(passed=2)
+    result = run(gated, *args)
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines([
+        f"*toy/stroll: snapshot *stroll.json: the snapshot and this run are different "
+        f"experiments ({changed} not compared; run with the snapshot's settings, or store a new "
+        "snapshot with --snapshot-update --benchmark-snapshot-replace",
+    ])  # fmt: skip
+    assert "McNemar" not in result.stdout.str()
+
+
+def test_an_improvement_passes_and_says_how_to_store_it(
+    gated: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("TOY_STRIDE", "0.7")
+    run(gated, "--snapshot-update").assert_outcomes(passed=2)
+    monkeypatch.delenv("TOY_STRIDE")
     result = run(gated)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
@@ -81,16 +114,20 @@ def test_an_improvement_passes_and_says_how_to_store_it(gated: pytest.Pytester):
     )
     # Two more successes are no significant change: neither "improved" nor a hint to store it
     # (and a 2/8 baseline cannot fail at 8 episodes: the summary says so).
-    result = run(gated, "--benchmark-max-steps=23")
+    monkeypatch.setenv("TOY_STRIDE", "0.75")  # the stroll in 27, 30, 32, 35 steps
+    result = run(gated)
     result.stdout.fnmatch_lines(["*2 compared, 0 regressed, 0 improved, 1 could not fail*"])
     assert "--snapshot-update to make them" not in result.stdout.str()
 
 
-def test_a_gate_that_cannot_fail_says_so_and_can_be_made_an_error(gated: pytest.Pytester):
+def test_a_gate_that_cannot_fail_says_so_and_can_be_made_an_error(
+    gated: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+):
     """Two episodes against 8-episode snapshots: even 2/2 → 0/2 (p = 1/4) cannot reach the
     level, so the verdict says the gate is blind, with the episodes it needs."""
     run(gated, "--snapshot-update").assert_outcomes(passed=2)
-    collapsed = ["--benchmark-episodes=2", "--benchmark-max-steps=3"]
+    monkeypatch.setenv("TOY_STRIDE", "0.1")  # neither task reaches its end in 30 steps
+    collapsed = ["--benchmark-episodes=2"]
     result = run(gated, *collapsed)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
@@ -162,7 +199,9 @@ def test_holm_step_down_fails_the_session_for_a_drop_only_its_second_step_finds(
     assert metrics["run"]["exitstatus"] == 1
 
 
-def test_update_rewrites_exactly_and_only_when_the_outcome_changed(gated: pytest.Pytester):
+def test_update_rewrites_exactly_and_only_when_the_outcome_changed(
+    gated: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+):
     run(gated, "--snapshot-update").assert_outcomes(passed=2)
     walk = gated.path / SNAPS / "walk.json"
     os.utime(walk, (1_000_000, 1_000_000))
@@ -182,6 +221,10 @@ def test_update_rewrites_exactly_and_only_when_the_outcome_changed(gated: pytest
         True,
         False,
     ]
+    # The same settings and another outcome (the policy got worse): rewritten.
+    monkeypatch.setenv("TOY_STRIDE", "0.1")
+    run(gated, "--snapshot-update", "--benchmark-max-steps=21").assert_outcomes(passed=2)
+    assert json.loads((gated.path / SNAPS / "stroll.json").read_text())["successes"] == 0
     assert not list((gated.path / SNAPS).glob(".*")), "no temporary files left"
 
 
@@ -194,7 +237,9 @@ def test_partial_runs_neither_report_nor_delete_other_tasks(gated: pytest.Pytest
         assert {p.name for p in (gated.path / SNAPS).iterdir()} == {"walk.json", "stroll.json"}
 
 
-def test_the_comparison_only_answers_and_the_test_still_fails_on_a_drop(gated: pytest.Pytester):
+def test_the_comparison_only_answers_and_the_test_still_fails_on_a_drop(
+    gated: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+):
     """``==`` raises nothing (a comparison kept in a variable is False); the gate's verdict is
     the test's outcome when its call ends, asserted or not, in the same one line."""
     run(gated, "--snapshot-update").assert_outcomes(passed=2)
@@ -204,7 +249,8 @@ def test_the_comparison_only_answers_and_the_test_still_fails_on_a_drop(gated: p
             "same = evaluate() == snapshot\n    print('compared:', same)",
         )
     )
-    result = run(gated, "--benchmark-max-steps=21", "-s")
+    monkeypatch.setenv("TOY_STRIDE", "0.7")
+    result = run(gated, "-s")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*compared: True", "*compared: False"])
     result.stdout.fnmatch_lines(["*toy/stroll: 8/8*→ regression*(if intended, *)"])
@@ -219,18 +265,20 @@ def test_a_missing_snapshot_fails_and_says_how_to_create_it(gated: pytest.Pytest
     )
 
 
-def test_gate_modes_and_level(gated: pytest.Pytester):
+def test_gate_modes_and_level(gated: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
     run(gated, "--snapshot-update").assert_outcomes(passed=2)
-    run(gated, "--benchmark-max-steps=21", "--benchmark-gate=off").assert_outcomes(passed=2)
+    monkeypatch.setenv("TOY_STRIDE", "0.7")  # the stroll: 8/8 → 2/8
+    run(gated, "--benchmark-gate=off").assert_outcomes(passed=2)
     # Holm's first step: alpha 0.1 over 2 tasks is 0.05; p = 1/64 still fails.
-    result = run(gated, "--benchmark-max-steps=21", "--benchmark-alpha=0.1")
+    result = run(gated, "--benchmark-alpha=0.1")
     result.stdout.fnmatch_lines(["*p=0.016 < 0.05 → regression*"])
     # At a stricter level the same drop is not significant.
-    result = run(gated, "--benchmark-max-steps=21", "--benchmark-alpha=0.01")
+    result = run(gated, "--benchmark-alpha=0.01")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*0 regressed*"])
     # The exact gate fails on a single lost episode.
-    result = run(gated, "--benchmark-max-steps=25", "--benchmark-gate=exact")
+    monkeypatch.setenv("TOY_STRIDE", "0.85")  # the stroll: 8/8 → 6/8
+    result = run(gated, "--benchmark-gate=exact")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         ["*toy/stroll: 8/8 * → 6/8 *, 2 episodes lost, 0 gained → regression*"]

@@ -19,7 +19,7 @@ from pytest_benchmarks.api import evaluate
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.policy_spec import Loading
 from pytest_benchmarks.core.settings import Settings
-from pytest_benchmarks.metrics.snapshots import SnapshotFormatError, check_inference
+from pytest_benchmarks.metrics.snapshots import SnapshotFormatError, check_comparable
 from pytest_benchmarks.policies import make_policy, slot_batch
 
 pytest.importorskip("lerobot.policies", reason="LeRobot is not installed")
@@ -201,18 +201,19 @@ def test_the_gate_never_judges_batched_runs_by_batch_of_one_snapshots(
     batched = run("--benchmark-batched-inference")
     batched.assert_outcomes(failed=1)
     batched.stdout.fnmatch_lines(
-        ["*the snapshot was made without --benchmark-batched-inference, this run with: its "
-         "records may differ by the batching alone; run without it, or store a new snapshot "
-         "with --snapshot-update --benchmark-snapshot-replace*"]
+        ["*the snapshot and this run are different experiments (batched_inference False → "
+         "True): runs that differ in --benchmark-batched-inference are not compared; run with "
+         "the snapshot's settings, or store a new snapshot with --snapshot-update "
+         "--benchmark-snapshot-replace*"]
     )  # fmt: skip
     kept = run("--benchmark-batched-inference", "--snapshot-update")
     kept.stdout.fnmatch_lines(["*snapshot kept: this run changed batched_inference False → True*"])
     # And the other way round.
     made_with = {"seed": 1000, "batched_inference": True}
-    refusal = r"made with --benchmark-batched-inference, this run without: .* run with it, or"
+    refusal = r"\(batched_inference True → False\): runs that differ in --benchmark-batched"
     with pytest.raises(SnapshotFormatError, match=refusal):
-        check_inference(made_with, {"seed": 1000})
-    check_inference(made_with, made_with)
+        check_comparable(made_with, {"seed": 1000})
+    check_comparable(made_with, made_with)
 
 
 def test_other_policies_refuse_the_flag_in_one_line(pytester: pytest.Pytester):

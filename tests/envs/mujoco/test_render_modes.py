@@ -13,7 +13,7 @@ from helpers import ROOT, pixel_episodes, run, seeded_actions
 from pytest_benchmarks.core import catalog, rendering
 from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.envs.mujoco.render import configure_xml
-from pytest_benchmarks.metrics.snapshots import SnapshotFormatError, check_render, read
+from pytest_benchmarks.metrics.snapshots import SnapshotFormatError, check_comparable, read
 
 rendering.choose_backend()
 
@@ -133,10 +133,10 @@ def test_the_gate_refuses_a_snapshot_of_the_other_render_mode(pytester: pytest.P
     fast = run(pytester, *args, "--benchmark-render=fast")
     assert fast.ret == pytest.ExitCode.TESTS_FAILED
     fast.stdout.fnmatch_lines([
-        "*metaworld/reach-v3: snapshot *reach-v3.json: the snapshot was rendered faithful, this "
-        "run fast: runs of different render modes are not compared; run with "
-        "--benchmark-render=faithful, or store a fast snapshot with --snapshot-update "
-        "--benchmark-snapshot-replace"
+        "*metaworld/reach-v3: snapshot *reach-v3.json: the snapshot and this run are different "
+        "experiments (render faithful → fast): runs that differ in --benchmark-render are not "
+        "compared; run with the snapshot's settings, or store a new snapshot with "
+        "--snapshot-update --benchmark-snapshot-replace"
     ])  # fmt: skip
     assert json.loads((pytester.path / "run.json").read_text())["run"]["render"] == "fast"
     # Updating does not overwrite the faithful snapshot unless told to.
@@ -161,9 +161,9 @@ def test_a_pixel_snapshot_from_before_the_render_mode_counts_as_faithful():
     doc["settings"].update(obs="pixels", image_size=[128, 128])
     legacy = read(json.dumps(doc)).settings
     assert legacy["render"] == "faithful"
-    check_render(legacy, {**legacy, "render": "faithful"})
-    with pytest.raises(SnapshotFormatError, match="rendered faithful, this run fast"):
-        check_render(legacy, {**legacy, "render": "fast"})
+    check_comparable(legacy, {**legacy, "render": "faithful"})
+    with pytest.raises(SnapshotFormatError, match=r"\(render faithful → fast\)"):
+        check_comparable(legacy, {**legacy, "render": "fast"})
 
 
 def test_the_xml_gets_the_image_sized_buffer_and_fast_no_multisampling():

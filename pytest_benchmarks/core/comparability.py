@@ -1,0 +1,105 @@
+"""Which runs can be compared: one rule, declared on each setting of the registry
+(``Option.compare``) and asked by every path that puts two runs side by side.
+
+- The snapshot gate and ``pytest-benchmarks compare`` refuse, in one line naming each setting
+  and both values, runs that differ in a "refuse" setting (another step limit, other
+  observations, other initial states, another batching of inference): their success rates
+  measure different experiments. A "note" setting (the seed, the episode count, the policy) is
+  compared and the difference said.
+- ``merge`` joins shards of one run: they agree on both kinds.
+- Resume carries on one run: both kinds, and the plan (``Option.resume``).
+
+Settings are compared as a metrics JSON's run block or a snapshot holds them (``Option.dump``);
+a setting one side lacks (a file older than the setting, a snapshot that records it only where
+it is set) had its default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pytest_benchmarks.core.options import Option
+from pytest_benchmarks.core.settings import OPTIONS
+
+Kind = Literal["refuse", "note"]
+
+#: The settings with a bearing on outcomes, by field.
+COMPARED: dict[str, Option] = {o.field: o for o in OPTIONS if o.compare is not None}
+#: What a run's setting was where a file lacks it.
+DEFAULTS: dict[str, Any] = {o.field: o.dump(o.default) for o in OPTIONS}
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One setting two runs do not share."""
+
+    option: Option
+    old: Any
+    new: Any
+
+    @property
+    def refuses(self) -> bool:
+        return self.option.compare == "refuse"
+
+    def text(self) -> str:
+        """``max_steps 500 → 100``."""
+        return f"{self.option.field} {show(self.old)} → {show(self.new)}"
+
+
+def differences(
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    kinds: Iterable[Kind] = ("refuse", "note"),
+    absent: Mapping[str, Any] = DEFAULTS,
+) -> list[Difference]:
+    """The settings of ``kinds`` that differ between two runs' recorded settings, in the
+    registry's order. A setting one side lacks is taken as ``absent`` gives it (a run block:
+    its default), or left out where ``absent`` has none (a snapshot records some settings only
+    where they apply)."""
+    wanted = set(kinds)
+    found = []
+    for field, option in COMPARED.items():
+        if option.compare not in wanted:
+            continue
+        if not (field in old or field in absent) or not (field in new or field in absent):
+            continue
+        a, b = old.get(field, absent.get(field)), new.get(field, absent.get(field))
+        if _same(a) != _same(b):
+            found.append(Difference(option, a, b))
+    return found
+
+
+def refusal(found: Iterable[Difference], old: str, new: str, remedy: str) -> str | None:
+    """One line refusing the comparison of ``old`` and ``new`` (``the snapshot``, ``this
+    run``) for the refusing differences among ``found``, or None where there is none."""
+    refused = [d for d in found if d.refuses]
+    if not refused:
+        return None
+    flags = ", ".join(d.option.flag for d in refused)
+    return (
+        f"{old} and {new} are different experiments ({', '.join(d.text() for d in refused)}): "
+        f"runs that differ in {flags} are not compared; {remedy}"
+    )
+
+
+def show(value: Any) -> str:
+    """A recorded setting as the lines show it: ``default``, ``128x128``, ``a=b``."""
+    if value is None:
+        return "default"
+    if isinstance(value, list):
+        return "x".join(map(str, value))
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items()) or "none"
+    return str(value)
+
+
+def _same(value: Any) -> Any:
+    """A recorded value in the one form two files of equal settings share (JSON gives lists
+    where a run's dump gives tuples)."""
+    if isinstance(value, list | tuple):
+        return [_same(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _same(v) for k, v in value.items()}
+    return value
