@@ -9,6 +9,23 @@ import pytest
 from helpers import TOY_CONFTEST, TOY_TESTS, fill_up, hub_cache, offline_hub, tmpfs
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """This process's forkserver imports what the suite's env workers need (Meta-World and
+    LeRobot's types), as a user's run has it import its own benchmarks': the in-process
+    sessions of many benchmarks then start their env workers by a fork too."""
+    import importlib.util
+
+    from pytest_benchmarks.core import catalog
+    from pytest_benchmarks.engine.vector import preload_workers
+
+    wanted = [catalog.get("metaworld")] if not catalog.get("metaworld").missing() else []
+    if importlib.util.find_spec("lerobot") is not None:
+        from pytest_benchmarks.envs.lerobot.benchmark import LeRobotEnv
+
+        wanted += [LeRobotEnv.of("pusht"), LeRobotEnv.of("metaworld")]
+    preload_workers(wanted)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The tests marked ``long`` first, the rest in their order: xdist hands tests out in this
