@@ -78,6 +78,11 @@ def evaluate(
     record_only: str = "all",
     resume: bool = False,
     batched_inference: bool = False,
+    settle_steps: int | None = None,
+    episode_indices: Sequence[int] | str | None = None,
+    shard: str | tuple[int, int] | None = None,
+    timeout: float | None = None,
+    video: str = "none",
 ) -> Evaluation:
     """Run ``episodes`` episodes of every selected task with ``policy``.
 
@@ -93,7 +98,12 @@ def evaluate(
     ``resume`` carries on the run whose metrics JSON is at ``metrics``, as
     ``--benchmark-resume`` does: its finished tasks are kept, only the missing episodes run.
     ``batched_inference`` is ``--benchmark-batched-inference``; ``env_args`` is
-    ``--benchmark-env-arg`` (``lerobot:TYPE`` benchmarks: LeRobot's ``--env.FIELD=VALUE``).
+    ``--benchmark-env-arg`` (``lerobot:TYPE`` benchmarks: LeRobot's ``--env.FIELD=VALUE``);
+    ``episode_indices`` is ``--benchmark-episode`` (exactly these episodes, one env),
+    ``shard`` ``--benchmark-shard`` (``"1/4"`` or ``(1, 4)``), ``timeout`` a task's limit in
+    seconds (the task is recorded as timed out), ``video`` ``none``, ``failures`` or ``all``
+    (MP4s beside the metrics JSON). The progress lines and the policy server are the plugin's:
+    one process has no workers to report or serve.
     """
     # The keywords by name, as the registry names them (this function's locals at entry).
     given = {API_KEYWORDS[name]: value for name, value in locals().items() if name in API_KEYWORDS}

@@ -3,6 +3,7 @@ the same one-line errors before anything runs, the same defaults, typed values a
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from pytest_benchmarks.api import evaluate
 from pytest_benchmarks.core import catalog, validation
 from pytest_benchmarks.core.settings import DEFAULT_EPISODES, DEFAULT_SEED
 from pytest_benchmarks.core.validation import OptionError
+from pytest_benchmarks.engine.deadline import TaskTimeout
 
 #: A rename map is for a lerobot: policy's pre-processor (a Hub id: nothing is fetched here).
 LEROBOT = "lerobot:lerobot/smolvla_base"
@@ -155,3 +157,29 @@ def test_record_paths_that_cannot_be_written_fail_before_any_episode(tmp_path: P
     with pytest.raises(OptionError, match=r"^--benchmark-record: cannot write /proc/dataset: "):
         evaluate("metaworld", tasks=["reach-v3"], record="/proc/dataset")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dataset"]
+
+
+def test_every_option_that_shapes_a_run_has_its_keyword(tmp_path: Path):
+    """settle_steps, the episode list, the shard, the time limit and videos, as their options
+    do in a pytest session: two Meta-World tasks, shard 2 of 2 keeps one; episodes 1 and 3
+    only; two settle steps before the policy acts (the run block and the step count say so);
+    an MP4 per episode; a limit that the task cannot meet records it as timed out."""
+    common = {"tasks": ["reach-v3", "push-v3"], "max_steps": 40}
+    run = evaluate(
+        "metaworld", **common, shard=(2, 2), episode_indices=[3, 1], settle_steps=2,
+        video="all", metrics=tmp_path / "m.json",
+    )  # fmt: skip
+    (result,) = run.results
+    assert result.task.id == "metaworld/reach-v3"  # tasks sorted by id: push, then reach
+    assert [e.index for e in result.episodes] == [1, 3]
+    block = run.metrics["run"]
+    assert (block["shard"], block["episode_indices"], block["settle_steps"]) == ([2, 2], [1, 3], 2)
+    assert block["video"] == "all"
+    videos = sorted((tmp_path / "videos").rglob("*.mp4"))
+    assert [v.name for v in videos] == ["episode_0001.mp4", "episode_0003.mp4"]
+    # A task past its limit raises, as any task error does in the API, its row written first.
+    with pytest.raises(TaskTimeout, match=r"metaworld/push-v3 timed out after 0\.001 s"):
+        evaluate("metaworld", **common, shard="1/2", episodes=2, timeout=0.001,
+                 metrics=tmp_path / "late.json")  # fmt: skip
+    (row,) = json.loads((tmp_path / "late.json").read_text())["results"]
+    assert row["id"] == "metaworld/push-v3" and row["error"].startswith("TaskTimeout: ")

@@ -159,6 +159,7 @@ class Settings:
     settle_steps: int | None = setting(None, Option(
         "no-op steps after each reset before the policy acts (default: the benchmark's own)",
         values.integer(0), "N", compare="refuse", rerun="changed", snapshot="always",
+        api="settle_steps",
     ))
     render: str = setting("faithful", Option(
         "camera rendering: faithful (the model's own: multisampling, shadows, reflections) or "
@@ -198,11 +199,11 @@ class Settings:
     episode_indices: tuple[int, ...] | None = setting(None, Option(
         "run exactly these episode indices (same seeds and initial states as in a full run), "
         "one env, in the test process, so a debugger and print() work",
-        values.indices, "I[,J...]", name="episode", resume=True,
+        values.indices, "I[,J...]", name="episode", resume=True, api="episode_indices",
     ))
     video: str = setting("none", Option(
         "write an MP4 per episode: none, failures or all (default none), beside the metrics JSON",
-        values.choice(VIDEO_MODES), "{none,failures,all}",
+        values.choice(VIDEO_MODES), "{none,failures,all}", api="video",
     ))
     progress_s: float = setting(DEFAULT_PROGRESS_S, Option(
         "seconds between progress lines of a running task (episodes done, successes); "
@@ -216,12 +217,12 @@ class Settings:
         values.number(
             lambda x: 0 < x <= MAX_TIMEOUT_S,
             f"a number of seconds > 0 and at most {MAX_TIMEOUT_S:.0f} (about three years)",
-        ), "SECONDS",
+        ), "SECONDS", api="timeout",
     ))
     shard: tuple[int, int] | None = setting(None, Option(
         "run only shard I of N: the selected tasks, sorted by id, whose position mod N is I-1 "
         "(for CI matrices; join the shards' metrics with pytest-benchmarks merge)",
-        values.shard, "I/N", resume=True,
+        values.shard, "I/N", resume=True, api="shard",
     ))
     gate: str = setting(DEFAULT_GATE, Option(
         "snapshot gate: stat (fail on a significant drop), exact (fail when any episode that "

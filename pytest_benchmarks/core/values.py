@@ -124,7 +124,9 @@ def indices(flag: str, value: Any) -> tuple[int, ...] | None:
 
 
 def shard(flag: str, value: Any) -> tuple[int, int]:
-    """``I/N`` with ``1 <= I <= N``."""
+    """``I/N`` with ``1 <= I <= N``, or an ``(I, N)`` pair."""
+    if isinstance(value, tuple):
+        value = "/".join(map(str, value))
     index, sep, count = str(value).partition("/")
     if sep and index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count):
         return (int(index), int(count))

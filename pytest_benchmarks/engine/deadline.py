@@ -41,6 +41,9 @@ _RETRY_S = 0.05
 #: How long past the limit the backstop (SIGUSR2) waits for SIGALRM's TaskTimeout.
 GRACE_S = 3.0
 
+#: The signals a limit expires by.
+_SIGNALS = {signal.SIGALRM, signal.SIGUSR2}
+
 
 class TaskTimeout(BaseException):
     """A task ran past ``--benchmark-timeout``.
@@ -107,23 +110,31 @@ def time_limit(
         threading.Timer(seconds + 3 * GRACE_S, _say_stuck, (limit, seconds, notify)),
     ]
     outer, _running = _running, limit
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    for backstop in backstops:
-        backstop.daemon = True
-        backstop.start()
     try:
+        # Armed inside the block: a limit shorter than starting the backstops expires in it.
+        for backstop in backstops:
+            backstop.daemon = True
+            backstop.start()
+        signal.setitimer(signal.ITIMER_REAL, seconds)
         yield
     finally:
+        # Undone with both signals held back, so that none expires the limit half way through
+        # (which would leave its handler and backstops behind, to raise in later code), and a
+        # signal already sent is taken here rather than by the handler restored after.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
         try:
+            signal.setitimer(signal.ITIMER_REAL, 0)
             with limit.lock:  # no asynchronous TaskTimeout is left pending past the block
                 limit.done = True
                 _clear_async(main)
-        finally:
             for backstop in backstops:
                 backstop.cancel()
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            for late in signal.sigpending() & _SIGNALS:
+                signal.sigtimedwait({late}, 0)
             signal.signal(signal.SIGALRM, previous)
             _running = outer
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _raise_in(thread: int, limit: _Limit) -> None:
