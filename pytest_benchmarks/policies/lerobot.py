@@ -44,11 +44,11 @@ from pytest_benchmarks.core.policy import BACKBONE
 from pytest_benchmarks.core.policy_spec import Loading
 from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.policies import backbone, slot_batch
+from pytest_benchmarks.policies.lerobot_observation import (
+    SINGLE_IMAGE,
+    observation,
+)
 
-#: LeRobot's single-camera key (its Meta-World layout); several cameras are IMAGE_PREFIX + name.
-SINGLE_IMAGE = "observation.image"
-STATE = "observation.state"
-ENV_STATE = "observation.environment_state"
 #: The pre-processor step that renames observation features (LeRobot's registry name).
 RENAME_STEP = "rename_observations_processor"
 
@@ -227,34 +227,6 @@ class Checkpoint:
                 f"{versions(folder)}"
             ) from None
         return policy, (pre, post)
-
-
-def observation(
-    batch: dict[str, Any], slot: int, pad: Sequence[tuple[str, tuple[int, ...]]] = ()
-) -> dict[str, Any]:
-    """One slot's observation in LeRobot's format, through ``preprocess_observation``, with
-    zeros for the inputs in ``pad``."""
-    from lerobot.envs.utils import preprocess_observation
-
-    raw: dict[str, Any] = {}
-    cameras = {
-        k.removeprefix(IMAGE_PREFIX): v for k, v in batch.items() if k.startswith(IMAGE_PREFIX)
-    }
-    if cameras:
-        raw["pixels"] = {k: v[slot : slot + 1] for k, v in cameras.items()}
-    elif SINGLE_IMAGE in batch:
-        raw["pixels"] = batch[SINGLE_IMAGE][slot : slot + 1]
-    if STATE in batch:
-        raw["agent_pos"] = batch[STATE][slot : slot + 1]
-    if ENV_STATE in batch:
-        raw["environment_state"] = batch[ENV_STATE][slot : slot + 1]
-    if "robot_state" in batch:
-        raw["robot_state"] = _slice_nested(batch["robot_state"], slot)
-    result = preprocess_observation(raw)
-    for name, shape in pad:
-        result[name] = torch.zeros((1, *shape), dtype=torch.float32)
-    result["task"] = [batch["task"][slot]]
-    return result
 
 
 #: The RNG key of draws a merged call makes that are no slot's own.
@@ -466,9 +438,3 @@ class LeRobotPolicy:
 
     def identity(self) -> dict[str, str | None]:
         return dict(self._identity)
-
-
-def _slice_nested(value: Any, slot: int) -> Any:
-    if isinstance(value, dict):
-        return {k: _slice_nested(v, slot) for k, v in value.items()}
-    return value[slot : slot + 1]

@@ -156,7 +156,7 @@ class PolicyServer:
 
     def act(self, pending: dict[bytes, dict[str, Any]]) -> None:
         """One gathering: each worker's resets and observations, one ``act_on`` for all."""
-        from pytest_benchmarks.policies.lerobot import observation
+        from pytest_benchmarks.policies.lerobot_observation import observation
 
         observations: dict[Any, Any] = {}
         served: list[bytes] = []
