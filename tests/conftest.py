@@ -10,10 +10,17 @@ from helpers import TOY_CONFTEST, TOY_TESTS, fill_up, hub_cache, offline_hub, tm
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """This process's forkserver imports what the suite's env workers need (Meta-World and
-    LeRobot's types), as a user's run has it import its own benchmarks': the in-process
-    sessions of many benchmarks then start their env workers by a fork too."""
+    """Ctrl-C as a terminal's foreground job has it, whatever started the suite: a suite run
+    from a background job of a shell without job control inherits SIGINT ignored, and so
+    would the sessions whose Ctrl-C the tests send (a process keeps an ignored signal ignored
+    across exec). And this process's forkserver imports what the suite's env workers need
+    (Meta-World and LeRobot's types), as a user's run has it import its own benchmarks': the
+    in-process sessions of many benchmarks then start their env workers by a fork too."""
     import importlib.util
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
     from pytest_benchmarks.core import catalog
     from pytest_benchmarks.engine.vector import preload_workers

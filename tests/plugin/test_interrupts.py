@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,12 +95,18 @@ def wait_for_episodes(project: pytest.Pytester, tasks: tuple[str, ...], count: i
 
 
 def said(session: subprocess.Popen[str], text: str) -> str:
-    """The session's output up to the line that holds ``text``: the moment it has said it."""
+    """The session's output up to the line that holds ``text``: the moment it has said it (a
+    session that has not said it in 120 s is killed, a bound, not a wait)."""
     lines = []
-    for line in session.stdout:  # type: ignore[union-attr]
-        lines.append(line)
-        if text in line:
-            return "".join(lines)
+    killer = threading.Timer(120, os.killpg, (session.pid, signal.SIGKILL))
+    killer.start()
+    try:
+        for line in session.stdout:  # type: ignore[union-attr]
+            lines.append(line)
+            if text in line:
+                return "".join(lines)
+    finally:
+        killer.cancel()
     raise AssertionError(f"the session ended without saying {text!r}:\n{''.join(lines)}")
 
 
