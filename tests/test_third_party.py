@@ -205,15 +205,21 @@ def test_an_installed_benchmark_runs_with_the_options_the_gate_and_the_cli(
     assert [r["id"] for r in base["results"]] == ["lane/far", "lane/near"]
     assert base["overall"]["successes"] == 12
 
-    # The gate holds a rerun and fails a collapsed policy; the step limit is the benchmark's.
+    # The gate holds a rerun, fails a collapsed policy and refuses another step limit (the
+    # snapshot's is the benchmark's own).
     again = run(lane_project, "--benchmark-sync", f"--benchmark-metrics={path / 'again.json'}")
     again.assert_outcomes(passed=4)
     again.stdout.fnmatch_lines(["*snapshot gate (stat*): 2 compared, 0 regressed*"])
     assert outcomes(read_metrics(path / "again.json")) == outcomes(base)
+    collapsed = run(lane_project, "--benchmark-policy=noop", "--benchmark-task=far",
+                    f"--benchmark-metrics={path / 'collapsed.json'}")  # fmt: skip
+    collapsed.assert_outcomes(failed=2)
+    collapsed.stdout.fnmatch_lines(["*REGRESSION lane/far*"])
     short = run(lane_project, "--benchmark-max-steps=6", "--benchmark-task=far",
                 f"--benchmark-metrics={path / 'short.json'}")  # fmt: skip
     short.assert_outcomes(failed=2)
-    short.stdout.fnmatch_lines(["*REGRESSION lane/far*"])
+    short.stdout.fnmatch_lines(["*lane/far: snapshot *far.json: the snapshot and this run are "
+                                "different experiments (max_steps 12 → 6): *"])  # fmt: skip
 
     # Shards merged by the CLI equal the whole run, and compare judges them.
     for shard in ("1/2", "2/2"):
