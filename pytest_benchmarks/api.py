@@ -101,9 +101,10 @@ def evaluate(
     ``--benchmark-env-arg`` (``lerobot:TYPE`` benchmarks: LeRobot's ``--env.FIELD=VALUE``);
     ``episode_indices`` is ``--benchmark-episode`` (exactly these episodes, one env),
     ``shard`` ``--benchmark-shard`` (``"1/4"`` or ``(1, 4)``), ``timeout`` a task's limit in
-    seconds (the task is recorded as timed out), ``video`` ``none``, ``failures`` or ``all``
-    (MP4s beside the metrics JSON). The progress lines and the policy server are the plugin's:
-    one process has no workers to report or serve.
+    seconds (past it the task's row records TaskTimeout, which ``evaluate`` then raises),
+    ``video`` ``none``, ``failures`` or ``all`` (MP4s beside the metrics JSON). The progress
+    lines and the policy server are the plugin's: one process has no workers to report or
+    serve.
     """
     # The keywords by name, as the registry names them (this function's locals at entry).
     given = {API_KEYWORDS[name]: value for name, value in locals().items() if name in API_KEYWORDS}
