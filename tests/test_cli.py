@@ -266,7 +266,7 @@ def test_compare_refuses_runs_it_cannot_judge(toy_project: pytest.Pytester):
         "toy/stroll: cannot compare: the new run's task failed: RuntimeError: the corridor has "
         "no floor" in done.stdout
     )
-    assert done.stdout.strip().endswith("→ 1 TASKS NOT COMPARABLE")
+    assert done.stdout.strip().endswith("→ 1 TASK NOT COMPARABLE")
     other = session(toy_project, "other", "--benchmark-task=step-error")
     done = cli("compare", old, other)
     assert done.returncode == 3

@@ -209,7 +209,7 @@ def test_an_installed_benchmark_runs_with_the_options_the_gate_and_the_cli(
     # snapshot's is the benchmark's own).
     again = run(lane_project, "--benchmark-sync", f"--benchmark-metrics={path / 'again.json'}")
     again.assert_outcomes(passed=4)
-    again.stdout.fnmatch_lines(["*snapshot gate (stat*): 2 compared, 0 regressed*"])
+    again.stdout.fnmatch_lines(["snapshot gate: 2 tasks compared (stat*): 0 regressed*"])
     assert outcomes(read_metrics(path / "again.json")) == outcomes(base)
     collapsed = run(lane_project, "--benchmark-policy=noop", "--benchmark-task=far",
                     f"--benchmark-metrics={path / 'collapsed.json'}")  # fmt: skip

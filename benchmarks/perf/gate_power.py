@@ -26,7 +26,8 @@ from scipy.stats import binom
 
 from pytest_benchmarks.core.results import EpisodeRecord
 from pytest_benchmarks.envs.metaworld.tasks import MT10
-from pytest_benchmarks.metrics.stats import compare, judge, mcnemar_lower, tarone
+from pytest_benchmarks.metrics.gate import compare, judge, tarone
+from pytest_benchmarks.metrics.stats import mcnemar_lower
 
 SNAPSHOTS = Path(__file__).resolve().parents[1] / "__benchmark_snapshots__"
 #: The tasks each benchmark's default run gates (the project's settings).

@@ -12,9 +12,8 @@ from typing import Any
 
 from pytest_benchmarks.core import comparability
 from pytest_benchmarks.core.results import TaskResult
-from pytest_benchmarks.metrics import eval_info
+from pytest_benchmarks.metrics import eval_info, gate
 from pytest_benchmarks.metrics.document import build_metrics, load_results, schema
-from pytest_benchmarks.metrics.stats import Comparison, judge, summary
 
 #: Exit statuses: 1 a regression (or, with --gate-power=fail, a gate that cannot fail), 2 bad
 #: input, 3 runs that cannot be judged (a task errored or ran no episode, or no task in common).
@@ -169,19 +168,21 @@ def unusable(result: TaskResult, run: str) -> str | None:
 def compare_runs(
     old: dict[str, Any], new: dict[str, Any], alpha: float, mode: str, power: str = "warn"
 ) -> tuple[list[str], int]:
-    """Lines of the comparison and the exit status: EXIT_REGRESSION on a regression, or, with
-    ``power="fail"``, a task whose test cannot detect any drop at these episode counts;
-    EXIT_UNJUDGEABLE where a task could not be compared; 0 otherwise."""
-    noted = []
+    """The gate's lines (``metrics.gate``, as the pytest gate prints them) and the exit status:
+    EXIT_REGRESSION when the gate fails (a regression, or, with ``power="fail"``, a task whose
+    test cannot detect any drop at these episode counts); EXIT_UNJUDGEABLE where a task could
+    not be compared; 0 otherwise."""
+    noted: list[str] = []
     if eval_info.SOURCE not in (old["run"].get("source"), new["run"].get("source")):
         # lerobot-eval's files record no settings: nothing to hold against them.
-        differ = comparability.differences(old["run"], new["run"])
-        refused = comparability.refusal(
-            differ, "the old run", "the new run", "run the new one with the old one's settings"
-        )
-        if refused:
-            raise Unjudgeable(refused)
-        noted = [f"note: the runs differ in {d.text()}" for d in differ]
+        try:
+            changes = gate.check_comparable(
+                old["run"], new["run"], ("the old run", "the new run"),
+                "run the new one with the old one's settings",
+            )  # fmt: skip
+        except gate.Incomparable as exc:
+            raise Unjudgeable(str(exc)) from None
+        noted = [f"note: the runs differ in {change}" for change in changes]
     name = task_name(old, new)
     before = {name(r): r for r in load_results(old)}
     after = {name(r): r for r in load_results(new)}
@@ -197,20 +198,20 @@ def compare_runs(
     }
     judged = [t for t in common if t not in problems]
     try:
-        verdicts = judge({t: (before[t].episodes, after[t].episodes) for t in judged}, alpha, mode)
+        pairs = {t: (before[t].episodes, after[t].episodes) for t in judged}
+        verdicts = list(gate.judge(pairs, alpha, mode).values())
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    lines = [*noted, *(v.line() for v in verdicts.values())]
-    lines += [f"{t}: cannot compare: {why}" for t, why in problems.items()]
+    lines = [*noted, *gate.verdict_lines(verdicts)]
+    lines += [f"  {'unjudged':<10} {t}: cannot compare: {why}" for t, why in problems.items()]
     lines += [f"{task_id}: only in the old run" for task_id in sorted(set(before) - set(after))]
     lines += [f"{task_id}: only in the new run" for task_id in sorted(set(after) - set(before))]
-    lines.append(gate_summary(list(verdicts.values()), alpha, mode, power, len(problems)))
-    blind = any(v.verdict == "cannot fail" for v in verdicts.values())
-    if any(v.regression for v in verdicts.values()):
+    lines.append(gate.closing_line(verdicts, alpha, mode, power, len(problems)))
+    if any(v.regression for v in verdicts):
         return lines, EXIT_REGRESSION
     if problems:
         return lines, EXIT_UNJUDGEABLE
-    return lines, EXIT_REGRESSION if power == "fail" and blind else 0
+    return lines, EXIT_REGRESSION if any(gate.fails(v, power) for v in verdicts) else 0
 
 
 def task_name(*documents: dict[str, Any]) -> Callable[[TaskResult], str]:
@@ -219,21 +220,3 @@ def task_name(*documents: dict[str, Any]) -> Callable[[TaskResult], str]:
     if any(d["run"].get("source") == eval_info.SOURCE for d in documents):
         return lambda result: result.task.name
     return lambda result: result.task.id
-
-
-def gate_summary(
-    verdicts: list[Comparison], alpha: float, mode: str, power: str, failed: int = 0
-) -> str:
-    """``3 tasks compared (stat, alpha 0.05, Holm over 2 that can fail): 1 regressed, ...``."""
-    level = ""
-    if mode == "stat":
-        level = f", alpha {alpha:g}, Holm over {sum(v.can_fail for v in verdicts)} that can fail"
-    down = any(v.regression for v in verdicts)
-    blind = any(v.verdict == "cannot fail" for v in verdicts)
-    if down:
-        outcome = "REGRESSION"
-    elif failed:
-        outcome = f"{failed} TASKS NOT COMPARABLE"
-    else:
-        outcome = "GATE CANNOT FAIL" if power == "fail" and blind else "no regression"
-    return f"{len(verdicts)} tasks compared ({mode}{level}): {summary(verdicts)} → {outcome}"

@@ -16,7 +16,6 @@ from typing import Any
 
 from pytest_benchmarks.core import comparability
 from pytest_benchmarks.core.errors import one_line
-from pytest_benchmarks.core.policy import BACKBONE
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
 from pytest_benchmarks.core.settings import OPTIONS
 
@@ -155,6 +154,12 @@ def read(text: str) -> Snapshot:
     return Snapshot(doc["id"], episodes, doc.get("policy") or {}, settings)
 
 
+#: How the gate refuses a snapshot of another experiment (``gate.check_comparable``).
+NAMES = ("the snapshot", "this run")
+REMEDY = (
+    "run with the snapshot's settings, or store a new snapshot with --snapshot-update "
+    "--benchmark-snapshot-replace"
+)
 #: The setting of --benchmark-batched-inference.
 BATCHED = "batched_inference"
 #: What a setting a snapshot or run lacks was: the settings recorded only where they are set.
@@ -164,41 +169,6 @@ ABSENT: dict[str, Any] = {o.field: o.dump(o.default) for o in OPTIONS if o.snaps
 def setting_changes(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """``seed 1000 → 5000`` for each setting the snapshot recorded that this run changes."""
     return [d.text() for d in comparability.differences(stored, current, absent=ABSENT)]
-
-
-def check_comparable(stored: dict[str, Any], current: dict[str, Any]) -> None:
-    """Refuse, in one line, to judge this run against a snapshot of another experiment (the
-    registry's comparability rule: another step limit, other observations or initial states,
-    another render mode or batching of inference)."""
-    found = comparability.differences(stored, current, ("refuse",), absent=ABSENT)
-    refused = comparability.refusal(
-        found, "the snapshot", "this run",
-        "run with the snapshot's settings, or store a new snapshot with --snapshot-update "
-        "--benchmark-snapshot-replace",
-    )  # fmt: skip
-    if refused:
-        raise SnapshotFormatError(refused)
-
-
-def differences(snap: Snapshot, policy: dict[str, Any], settings: dict[str, Any]) -> list[str]:
-    """Why the snapshot and this run are not the same experiment, one note each."""
-    notes = []
-    keys = ("id", "revision", BACKBONE)
-    if snap.policy and [snap.policy.get(k) for k in keys] != [policy.get(k) for k in keys]:
-        notes.append(
-            f"the snapshot is of another policy ({_policy_text(snap.policy)}, this run "
-            f"{_policy_text(policy)}): a different experiment"
-        )
-    changes = comparability.differences(snap.settings, settings, ("note",), absent=ABSENT)
-    if changes:
-        notes.append(f"the snapshot ran other settings ({', '.join(d.text() for d in changes)})")
-    return notes
-
-
-def _policy_text(policy: dict[str, Any]) -> str:
-    revision, backbone = policy.get("revision"), policy.get(BACKBONE)
-    text = f"{policy.get('id')}" + (f"@{revision}" if revision else "")
-    return text + (f" with backbone {backbone}" if backbone else "")
 
 
 def keep_reason(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pytest_benchmarks.core.files import write_atomic
 from pytest_benchmarks.core.results import TaskResult, rate_text, wilson_interval
-from pytest_benchmarks.metrics.stats import Comparison, compare_results
+from pytest_benchmarks.metrics.gate import Comparison, compare_results
 
 
 def _cell(result: TaskResult | None) -> str:

@@ -20,9 +20,8 @@ from pytest_benchmarks.core.files import parts_dir
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.engine.metrics_file import MetricsFile
 from pytest_benchmarks.engine.vector import describe_exit
-from pytest_benchmarks.metrics import journal
-from pytest_benchmarks.metrics.judgement import judge, summary_lines
-from pytest_benchmarks.metrics.stats import Comparison
+from pytest_benchmarks.metrics import gate, journal
+from pytest_benchmarks.metrics.gate import Comparison
 from pytest_benchmarks.metrics.table import table
 from pytest_benchmarks.plugin import payload, signals
 from pytest_benchmarks.plugin.nodeids import task_of_nodeid
@@ -60,7 +59,7 @@ class Controller:
         self.config = config
         self.state = state
         #: The snapshot gate's verdicts as the tests reported them, by test node id.
-        self.verdicts: dict[str, dict[str, Any]] = {}
+        self.verdicts: dict[str, tuple[str, int, Comparison]] = {}
         #: The same after Holm's step-down over each test function's tasks (session end).
         self.judged: list[Comparison] = []
         #: Regressions only Holm's later steps found: no test failed for them.
@@ -92,8 +91,9 @@ class Controller:
         carried = payload.read(report)
         if carried is None:
             return
-        if carried.verdict is not None:
-            self.verdicts[report.nodeid] = carried.verdict
+        verdict = carried.gate_verdict()
+        if verdict is not None:
+            self.verdicts[report.nodeid] = verdict
         if carried.kept is not None:
             self.kept.append(carried.kept)
         result = carried.task_result()
@@ -347,11 +347,26 @@ class Controller:
         self.gate_summary(write)
 
     def judge(self) -> None:
-        """Holm's step-down over each test function's verdicts (``metrics.judgement``)."""
+        """Holm's later steps over each test function's verdicts (``gate.judge_families``)."""
         settings = self.state.settings
-        self.judged, self.late = judge(self.verdicts.values(), settings.gate, settings.alpha)
+        self.judged, self.late = gate.judge_families(
+            self.verdicts.values(), settings.gate, settings.alpha
+        )
 
     def gate_summary(self, write: Any) -> None:
+        """Each snapshot --snapshot-update kept, then the gate's lines as ``compare`` prints
+        them, less the tasks that held (their tests said so)."""
         settings = self.state.settings
-        for line in summary_lines(self.judged, self.late, self.kept, settings.gate, settings.alpha):
+        for line in self.kept:
             write(line)
+        if not self.judged:
+            return
+        for line in gate.verdict_lines(self.judged, every=False, late=self.late):
+            write(line)
+        if any(c.verdict == "improvement" for c in self.judged):
+            write("  improvements pass; run with --snapshot-update to make them the new baseline")
+        families = len({family for family, _, _ in self.verdicts.values()})
+        closing = gate.closing_line(
+            self.judged, settings.alpha, settings.gate, settings.gate_power, families=families
+        )
+        write(f"snapshot gate: {closing}")

@@ -16,7 +16,7 @@ from pytest_benchmarks.core.files import check_writable
 from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.engine.output_lock import OutputBusy, OutputLock
 from pytest_benchmarks.metrics.snapshots import DIRNAME
-from pytest_benchmarks.plugin import gate, options, payload, signals, untimed
+from pytest_benchmarks.plugin import assertion, options, payload, signals, untimed
 from pytest_benchmarks.plugin.controller import Controller
 from pytest_benchmarks.plugin.leftovers import Leftovers
 from pytest_benchmarks.plugin.nodeids import task_of_nodeid
@@ -206,9 +206,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     try:
         result = yield
     except BaseException as exc:
-        gate.verdict(item, exc)
+        assertion.verdict(item, exc)
         raise
-    gate.verdict(item, None)
+    assertion.verdict(item, None)
     return result
 
 

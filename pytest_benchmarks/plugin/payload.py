@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_benchmarks.core.results import TaskResult
+from pytest_benchmarks.metrics.gate import Comparison
 from pytest_benchmarks.plugin.session import GATE, KEPT, PENDING
 
 #: The report attribute that holds the payload (plain JSON data).
@@ -27,6 +28,13 @@ class Payload:
 
     def task_result(self) -> TaskResult | None:
         return None if self.result is None else TaskResult.from_row(self.result)
+
+    def gate_verdict(self) -> tuple[str, int, Comparison] | None:
+        """The verdict as ``gate.judge_families`` takes it: family, its size, the comparison."""
+        if self.verdict is None:
+            return None
+        v = self.verdict
+        return v["family"], v["family_size"], Comparison.of(v["comparison"])
 
 
 def attach(report: pytest.TestReport, item: pytest.Item) -> None:

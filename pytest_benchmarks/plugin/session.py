@@ -14,8 +14,8 @@ from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
 from pytest_benchmarks.engine.output_lock import OutputBusy, OutputLock, lock_outputs
 from pytest_benchmarks.engine.run import RunEngine
 from pytest_benchmarks.metrics import journal
+from pytest_benchmarks.metrics.gate import Comparison
 from pytest_benchmarks.metrics.resume import ResumeError
-from pytest_benchmarks.metrics.stats import Comparison
 from pytest_benchmarks.plugin import options
 from pytest_benchmarks.serving import launch
 from pytest_benchmarks.serving.launch import PolicyServers

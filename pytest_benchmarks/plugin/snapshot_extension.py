@@ -1,5 +1,6 @@
 """The syrupy extension behind ``assert evaluate() == snapshot``: where a task's snapshot file
-lives, how it is written, and a comparison by the regression gate instead of by equality.
+lives, how it is written and read back; its comparison is the regression gate's decision
+(``metrics.gate``), never equality.
 
 Files are named by the task's stable id, never by xdist node ids, so workers write disjoint files
 and shards of one suite share a snapshot directory. Snapshots are never discovered as "unused":
@@ -21,18 +22,20 @@ from syrupy.location import PyTestLocation
 from pytest_benchmarks.core.files import write_atomic
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.tasks import TaskRef
+from pytest_benchmarks.metrics import gate
+from pytest_benchmarks.metrics.gate import Comparison
 from pytest_benchmarks.metrics.snapshots import (
+    ABSENT,
     DIRNAME,
+    NAMES,
+    REMEDY,
     SnapshotFormatError,
-    check_comparable,
-    differences,
     document,
     dumps,
     file_stem,
     keep_reason,
     read,
 )
-from pytest_benchmarks.metrics.stats import Comparison, compare
 
 
 @dataclass(frozen=True)
@@ -136,12 +139,12 @@ class BenchmarkSnapshotExtension(SingleFileSnapshotExtension):
         stored = read(str(snapshot_data))
         if stored.id != new.id:
             raise SnapshotFormatError(f"holds task {stored.id!r}, not {new.id!r}")
-        check_comparable(stored.settings, ctx.settings)
+        changes = gate.check_comparable(stored.settings, ctx.settings, NAMES, REMEDY, ABSENT)
         size = len(ctx.family) if new.id in ctx.family else ctx.k
-        self.comparison = compare(
+        self.comparison = gate.compare(
             new.id, stored.episodes, new.episodes, ctx.alpha, size, ctx.mode,
             can_fail=new.id in ctx.family if ctx.mode == "stat" else None,
-            notes=differences(stored, ctx.policy, ctx.settings), session_tasks=ctx.compared,
+            notes=gate.notes(stored.policy, ctx.policy, changes), session_tasks=ctx.compared,
         )  # fmt: skip
         return not self.comparison.regression
 

@@ -171,7 +171,9 @@ def test_every_path_asks_the_one_comparability_rule(option, tmp_path: Path):
     "refuse" setting in one line before any statistic, notes a "note" one) and the snapshot
     gate (the same, on the settings a snapshot records)."""
     from pytest_benchmarks.core.comparability import COMPARED
-    from pytest_benchmarks.metrics import runs, snapshots
+    from pytest_benchmarks.metrics import gate, runs, snapshots
+
+    snapshot = (snapshots.NAMES, snapshots.REMEDY, snapshots.ABSENT)
 
     base = validation.build(root=tmp_path)
     changed = _other(option.field, tmp_path)
@@ -200,10 +202,10 @@ def test_every_path_asks_the_one_comparability_rule(option, tmp_path: Path):
     stored = {option.field: old["run"][option.field]}
     current = {option.field: new["run"][option.field]}
     if option.compare == "refuse":
-        with pytest.raises(snapshots.SnapshotFormatError, match=f"\\({line}.* not compared;"):
-            snapshots.check_comparable(stored, current)
+        with pytest.raises(gate.Incomparable, match=f"\\({line}.* not compared;"):
+            gate.check_comparable(stored, current, *snapshot)
     else:
-        snapshots.check_comparable(stored, current)
+        assert gate.check_comparable(stored, current, *snapshot)[0].startswith(line)
         assert snapshots.setting_changes(stored, current)[0].startswith(line)
 
 

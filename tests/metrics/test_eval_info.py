@@ -137,7 +137,7 @@ def test_a_weakened_policy_is_caught_and_the_same_one_passes(infos, capsys):
     assert lines[0] == (f"{infos['good']}: lerobot-eval's eval_info.json, 2 tasks; it holds no "
                         "seeds, so its episodes pair by index with another such file (both runs "
                         "taken to start at the same --seed), and with no other")  # fmt: skip
-    verdicts = [line for line in lines if line.startswith("line/")]
+    verdicts = [line for line in lines if line.startswith("  REGRESSION line/")]
     assert len(verdicts) == 2 and all(line.endswith("→ regression") for line in verdicts), lines
     assert all("McNemar" in line for line in verdicts), lines  # paired by index
     assert lines[-1].endswith("→ REGRESSION")
@@ -150,7 +150,7 @@ def test_the_single_env_layout_pairs_by_seed(infos, capsys):
     assert status == 1
     assert lines[0] == (f"{infos['single']}: lerobot-eval's single-env eval_info.json, "
                         f"{EPISODES} episodes with their seeds (one task, named eval/0)")  # fmt: skip
-    assert any(line.startswith("eval/0") and "McNemar" in line for line in lines), lines
+    assert any(line.startswith("  REGRESSION eval/0") and "McNemar" in line for line in lines)
 
 
 def test_lerobot_main_count_keys_are_read_and_checked(infos, capsys, tmp_path):
@@ -196,7 +196,7 @@ def test_a_mix_with_a_metrics_file_is_matched_by_name_and_judged_unpaired(infos,
     write_metrics(ours, build_metrics(results, block, "module:steer"))
     status, lines, err = compare(capsys, ours, infos["weak"])
     assert not err, err
-    verdicts = [line for line in lines if line.startswith("line/")]
+    verdicts = [line for line in lines if line.startswith("  ") and " line/" in line]
     assert len(verdicts) == 2 and all("Fisher" in line for line in verdicts), lines
     assert status in (0, 1)  # unpaired at 20 episodes: judged, whichever way the counts say
     report = tmp_path / "report.md"

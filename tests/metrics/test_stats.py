@@ -11,14 +11,12 @@ from pytest_benchmarks.core.results import EpisodeRecord
 from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.engine.evaluation import evaluate_task
 from pytest_benchmarks.engine.vector import LazyVectorEnv
+from pytest_benchmarks.metrics.gate import compare, judge, tarone
 from pytest_benchmarks.metrics.stats import (
-    compare,
     episodes_needed,
     fisher_lower,
-    judge,
     mcnemar_lower,
     min_p_value,
-    tarone,
 )
 from pytest_benchmarks.policies import make_policy
 

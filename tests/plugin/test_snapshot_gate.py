@@ -50,7 +50,7 @@ def test_update_stores_one_file_per_task_and_a_rerun_passes(gated: pytest.Pytest
     assert (gated.path / SNAPS / "walk.json").is_file()
     result = run(gated)
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["*snapshot gate (stat, alpha 0.05*): 2 compared, 0 regressed*"])
+    result.stdout.fnmatch_lines(["snapshot gate: 2 tasks compared (stat, alpha 0.05, Holm over 2 that can fail): 0 regressed*"])
 
 
 def test_a_drop_fails_with_one_readable_line(
@@ -69,6 +69,30 @@ def test_a_drop_fails_with_one_readable_line(
         ]
     )
     assert "Traceback" not in result.stdout.str()
+
+
+def test_the_pytest_gate_and_compare_print_the_same_verdict_lines(
+    gated: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """One decision, one set of lines: a session judged against its snapshots and the same two
+    runs given to ``pytest-benchmarks compare`` reach the same verdicts, said the same way."""
+    from pytest_benchmarks.cli import main
+
+    run(gated, "--snapshot-update", "--benchmark-metrics=old.json").assert_outcomes(passed=2)
+    monkeypatch.setenv("TOY_STRIDE", "0.7")
+    judged = run(gated, "--benchmark-metrics=new.json")
+    judged.assert_outcomes(passed=1, failed=1)
+    ours = judged.stdout.lines
+    closing = next(i for i, line in enumerate(ours) if line.startswith("snapshot gate: "))
+    capsys.readouterr()
+    assert main(["compare", str(gated.path / "old.json"), str(gated.path / "new.json")]) == 1
+    theirs = capsys.readouterr().out.splitlines()
+    assert [line for line in theirs if not line.startswith("  held ")] == [
+        *ours[closing - 1 : closing],
+        ours[closing].removeprefix("snapshot gate: "),
+    ]
+    assert ours[closing - 1].startswith("  REGRESSION toy/stroll: 8/8")
+    assert any(line.startswith("  held       toy/walk: 8/8") for line in theirs), theirs
 
 
 @pytest.mark.parametrize(
@@ -107,16 +131,16 @@ def test_an_improvement_passes_and_says_how_to_store_it(
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [
-            "*0 regressed, 1 improved",
-            "*improved   toy/stroll: 2/8 (25%, 7–59) → 8/8 (100%, 68–100)*→ improvement*",
+            "  improved   toy/stroll: 2/8 (25%, 7–59) → 8/8 (100%, 68–100)*→ improvement*",
             "*run with --snapshot-update to make them the new baseline",
+            "snapshot gate: 2 tasks compared *: 0 regressed, 1 improved → no regression",
         ]
     )
     # Two more successes are no significant change: neither "improved" nor a hint to store it
     # (and a 2/8 baseline cannot fail at 8 episodes: the summary says so).
     monkeypatch.setenv("TOY_STRIDE", "0.75")  # the stroll in 27, 30, 32, 35 steps
     result = run(gated)
-    result.stdout.fnmatch_lines(["*2 compared, 0 regressed, 0 improved, 1 could not fail*"])
+    result.stdout.fnmatch_lines(["snapshot gate: 2 tasks compared *: 0 regressed, 0 improved, 1 could not fail*"])
     assert "--snapshot-update to make them" not in result.stdout.str()
 
 
@@ -132,15 +156,18 @@ def test_a_gate_that_cannot_fail_says_so_and_can_be_made_an_error(
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [
-            "*2 compared, 0 regressed, 0 improved, 2 could not fail: need >= 6 episodes",
-            "*cannot fail toy/stroll: 8/8 (100%, 68–100) → 0/2 (0%, 0–66), McNemar cannot "
+            "  cannot fail toy/stroll: 8/8 (100%, 68–100) → 0/2 (0%, 0–66), McNemar cannot "
             "detect any drop at this size (smallest p 0.25 >= 0.05; needs >= 6 episodes at "
             "100%) → cannot fail*",
+            "snapshot gate: 2 tasks compared *: 0 regressed, 0 improved, 2 could not fail: "
+            "need >= 6 episodes → no regression",
         ]
     )
     failed = run(gated, *collapsed, "--benchmark-gate-power=fail")
     failed.assert_outcomes(failed=2)
-    failed.stdout.fnmatch_lines(["*toy/walk: *cannot fail*(--benchmark-gate-power=fail)"])
+    failed.stdout.fnmatch_lines(
+        ["*toy/walk: *cannot fail*(--benchmark-gate-power=fail)", "snapshot gate: *GATE CANNOT FAIL"]
+    )
     # ... and --snapshot-update does not shrink the baseline to the short run.
     kept = run(gated, "--snapshot-update", "--benchmark-episodes=2")
     kept.stdout.fnmatch_lines(["toy/walk: snapshot kept: it holds 8 episodes, this run 2 *"])
@@ -188,11 +215,11 @@ def test_holm_step_down_fails_the_session_for_a_drop_only_its_second_step_finds(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "*2 compared, 2 regressed, 0 improved",
-            "*REGRESSION toy/stroll: 8/8 * → 3/8 *, McNemar p=0.031 < 0.05 (Holm 2/2) → "
+            "  REGRESSION toy/stroll: 8/8 * → 3/8 *, McNemar p=0.031 < 0.05 (Holm 2/2) → "
             "regression; the snapshot is of another policy (toy.walker, this run stumbler): a "
             "different experiment (Holm's step-down, after the tests ran: the session fails)",
-            "*REGRESSION toy/walk: 8/8 * → 0/8 *, McNemar p=0.0039 < 0.025 (Holm 1/2)*",
+            "  REGRESSION toy/walk: 8/8 * → 0/8 *, McNemar p=0.0039 < 0.025 (Holm 1/2)*",
+            "snapshot gate: 2 tasks compared *: 2 regressed, 0 improved → REGRESSION",
         ]
     )
     metrics = json.loads((gated.path / "benchmark-results" / "metrics.json").read_text())
@@ -387,7 +414,7 @@ def test_committed_snapshots_catch_a_moderate_drop_and_pass_fresh_episodes(
     assert 25 <= int(rate.group(1)) <= 45 and float(p_value.group(1)) < 0.05 / 10, lines[0]
     reseeded = pytester.runpytest_subprocess(*args, "--benchmark-seed=2000")
     reseeded.assert_outcomes(passed=1)
-    reseeded.stdout.fnmatch_lines(["*1 compared, 0 regressed*"])
+    reseeded.stdout.fnmatch_lines(["snapshot gate: 1 task compared *: 0 regressed*"])
 
 
 def test_snapshots_of_a_deselected_module_survive(gated: pytest.Pytester):

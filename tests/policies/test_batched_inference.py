@@ -19,7 +19,8 @@ from pytest_benchmarks.api import evaluate
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.policy_spec import Loading
 from pytest_benchmarks.core.settings import Settings
-from pytest_benchmarks.metrics.snapshots import SnapshotFormatError, check_comparable
+from pytest_benchmarks.metrics import snapshots
+from pytest_benchmarks.metrics.gate import Incomparable, check_comparable
 from pytest_benchmarks.policies import make_policy, slot_batch
 
 pytest.importorskip("lerobot.policies", reason="LeRobot is not installed")
@@ -211,9 +212,10 @@ def test_the_gate_never_judges_batched_runs_by_batch_of_one_snapshots(
     # And the other way round.
     made_with = {"seed": 1000, "batched_inference": True}
     refusal = r"\(batched_inference True → False\): runs that differ in --benchmark-batched"
-    with pytest.raises(SnapshotFormatError, match=refusal):
-        check_comparable(made_with, {"seed": 1000})
-    check_comparable(made_with, made_with)
+    snapshot = (snapshots.NAMES, snapshots.REMEDY, snapshots.ABSENT)
+    with pytest.raises(Incomparable, match=refusal):
+        check_comparable(made_with, {"seed": 1000}, *snapshot)
+    assert check_comparable(made_with, made_with, *snapshot) == []
 
 
 def test_other_policies_refuse_the_flag_in_one_line(pytester: pytest.Pytester):

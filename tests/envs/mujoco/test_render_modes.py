@@ -13,7 +13,8 @@ from helpers import ROOT, pixel_episodes, run, seeded_actions
 from pytest_benchmarks.core import catalog, rendering
 from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.envs.mujoco.render import configure_xml
-from pytest_benchmarks.metrics.snapshots import SnapshotFormatError, check_comparable, read
+from pytest_benchmarks.metrics.gate import Incomparable, check_comparable
+from pytest_benchmarks.metrics.snapshots import ABSENT, NAMES, REMEDY, read
 
 rendering.choose_backend()
 
@@ -161,9 +162,9 @@ def test_a_pixel_snapshot_from_before_the_render_mode_counts_as_faithful():
     doc["settings"].update(obs="pixels", image_size=[128, 128])
     legacy = read(json.dumps(doc)).settings
     assert legacy["render"] == "faithful"
-    check_comparable(legacy, {**legacy, "render": "faithful"})
-    with pytest.raises(SnapshotFormatError, match=r"\(render faithful → fast\)"):
-        check_comparable(legacy, {**legacy, "render": "fast"})
+    assert check_comparable(legacy, {**legacy, "render": "faithful"}, NAMES, REMEDY, ABSENT) == []
+    with pytest.raises(Incomparable, match=r"\(render faithful → fast\)"):
+        check_comparable(legacy, {**legacy, "render": "fast"}, NAMES, REMEDY, ABSENT)
 
 
 def test_the_xml_gets_the_image_sized_buffer_and_fast_no_multisampling():

@@ -5,7 +5,7 @@ fixture is handed to ``check_against_snapshot``; TaskResult itself stays plain d
 comparison only answers and records its one-line reason (``VERDICT``); ``verdict`` turns that
 into the test's failure when the test's call ends, so ``==`` never raises. The
 snapshot file format is ``metrics.snapshots``; the syrupy extension that stores and compares
-it, ``snapshot_extension``; the statistics, ``metrics.stats``.
+it, ``snapshot_extension``; the decision, ``metrics.gate``.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.plan import plan_episodes
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.tasks import TaskRef
+from pytest_benchmarks.metrics.gate import fails, tarone
 from pytest_benchmarks.metrics.snapshots import SnapshotFormatError, read
-from pytest_benchmarks.metrics.stats import reachable_p, tarone
+from pytest_benchmarks.metrics.stats import reachable_p
 from pytest_benchmarks.plugin.session import GATE, KEPT, get_state
 from pytest_benchmarks.plugin.snapshot_extension import (
     BenchmarkSnapshotExtension,
@@ -121,10 +122,8 @@ def check_against_snapshot(result: TaskResult, assertion: SnapshotAssertion) -> 
         item.stash[GATE] = (key, len(members), comparison)
     if extension.kept is not None:
         item.stash[KEPT] = extension.kept
-    blind = comparison is not None and comparison.verdict == "cannot fail"
     where = execution.snapshot_location
-    if passed and blind and settings.gate_power == "fail":
-        assert comparison is not None
+    if passed and comparison is not None and fails(comparison, settings.gate_power):
         line = f"{comparison.line()} (--benchmark-gate-power=fail)"
     elif passed:
         return True

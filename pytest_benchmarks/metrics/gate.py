@@ -1,0 +1,403 @@
+"""The regression gate's decision, as pure functions: the one place a verdict is reached.
+
+The pytest gate (``assert evaluate() == snapshot``) and ``pytest-benchmarks compare`` both call
+it and print its lines:
+
+- **refusals** first: runs that differ in a setting the registry marks "refuse" are different
+  experiments and are not compared (``check_comparable``); "note" settings and another policy
+  are said beside the verdict (``notes``);
+- **the per-task test** (``compare``): McNemar on paired episodes, Fisher otherwise, or exact;
+- **the family**: Tarone's rule (``tarone``) leaves out the tasks whose test cannot reach its
+  level whatever happens, decided from the baseline and the planned episodes only; Holm's
+  step-down (``holm``) judges the others together at ``alpha``;
+- **the power report**: a task that cannot fail says so with the episodes it would need, and
+  fails the gate with ``--benchmark-gate-power=fail`` (``fails``);
+- **the lines**: each verdict marked by its outcome and the closing count (``report_lines``).
+
+The exact tests themselves are ``metrics.stats``; which settings must agree, ``core.comparability``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pytest_benchmarks.core import comparability
+from pytest_benchmarks.core.policy import BACKBONE
+from pytest_benchmarks.core.results import EpisodeRecord, TaskResult, rate_text
+from pytest_benchmarks.core.settings import GATE_MODES
+from pytest_benchmarks.metrics.stats import (
+    episode_key,
+    episodes_needed,
+    fisher_lower,
+    mcnemar_lower,
+    reachable_p,
+)
+
+#: How the gate's lines mark each verdict (``Comparison.verdict``); the rest are held.
+LABELS = {"regression": "REGRESSION", "cannot fail": "cannot fail", "improvement": "improved"}
+#: The order the lines list verdicts in: what fails first.
+ORDER = ("REGRESSION", "cannot fail", "improved", "held")
+
+
+class Incomparable(ValueError):
+    """Two runs of different experiments; the message is the one line that names why."""
+
+
+def check_comparable(
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    names: tuple[str, str],
+    remedy: str,
+    absent: Mapping[str, Any] = comparability.DEFAULTS,
+) -> list[str]:
+    """Refuse (Incomparable) two runs whose recorded settings differ in a setting the registry
+    marks "refuse"; otherwise the "note" settings they differ in, ``seed 1000 → 5000`` each."""
+    found = comparability.differences(old, new, absent=absent)
+    refused = comparability.refusal(found, *names, remedy)
+    if refused:
+        raise Incomparable(refused)
+    return [d.text() for d in found]
+
+
+def notes(
+    old_policy: Mapping[str, Any], new_policy: Mapping[str, Any], changes: Sequence[str]
+) -> list[str]:
+    """What a verdict says beside its test: another policy (a different experiment), and the
+    "note" settings the runs differ in (``check_comparable``'s answer)."""
+    said = []
+    keys = ("id", "revision", BACKBONE)
+    if old_policy and [old_policy.get(k) for k in keys] != [new_policy.get(k) for k in keys]:
+        said.append(
+            f"the snapshot is of another policy ({_policy_text(old_policy)}, this run "
+            f"{_policy_text(new_policy)}): a different experiment"
+        )
+    if changes:
+        said.append(f"the snapshot ran other settings ({', '.join(changes)})")
+    return said
+
+
+def _policy_text(policy: Mapping[str, Any]) -> str:
+    revision, backbone = policy.get("revision"), policy.get(BACKBONE)
+    text = f"{policy.get('id')}" + (f"@{revision}" if revision else "")
+    return text + (f" with backbone {backbone}" if backbone else "")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The verdict on one task: counts, the test used, its p-value and the threshold."""
+
+    task: str
+    base_successes: int
+    base_n: int
+    new_successes: int
+    new_n: int
+    test: str
+    p_value: float
+    threshold: float
+    regression: bool
+    improvement: bool
+    #: Paired episodes that went from success to failure, and the reverse.
+    lost: int = 0
+    gained: int = 0
+    #: The smallest p-value this test can reach with these counts.
+    min_p: float = 0.0
+    #: Whether any outcome of the new run could fail the gate (False: it cannot detect a drop).
+    can_fail: bool = True
+    #: Episodes per run at which it could, for the baseline's rate (None: none suffice).
+    needed: int | None = None
+    #: Why baseline and run are different experiments (another policy, other settings).
+    notes: tuple[str, ...] = ()
+    #: How the threshold was reached: "" (one task compared) or Holm's step, "Holm 2/5".
+    procedure: str = ""
+
+    @property
+    def verdict(self) -> str:
+        if self.regression:
+            return "regression"
+        if self.improvement:
+            return "improvement"
+        if not self.can_fail:
+            return "cannot fail"
+        return "no regression" if self.test == "exact" else "no significant change"
+
+    def line(self) -> str:
+        """One line a person reads at a glance."""
+        head = (
+            f"{self.task}: {rate_text(self.base_successes, self.base_n)} → "
+            f"{rate_text(self.new_successes, self.new_n)}"
+        )
+        tail = "".join(f"; {note}" for note in self.notes)
+        if self.test == "exact":
+            body = f"{self.lost} episodes lost, {self.gained} gained → {self.verdict}"
+            return f"{head}, {body}{tail}"
+        if self.verdict == "cannot fail":
+            need = (
+                f"needs >= {self.needed} episodes at {self.base_rate:.0%}"
+                if self.needed
+                else "no episode count suffices at a 0% baseline"
+            )
+            return (
+                f"{head}, {self.test} cannot detect any drop at this size (smallest p "
+                f"{self.min_p:.2g} >= {self.threshold:.2g}; {need}) → cannot fail{tail}"
+            )
+        sign = "<" if self.p_value < self.threshold else ">="
+        level = f"{self.threshold:.2g}" + (f" ({self.procedure})" if self.procedure else "")
+        return f"{head}, {self.test} p={self.p_value:.2g} {sign} {level} → {self.verdict}{tail}"
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> Comparison:
+        """A verdict from its fields as ``dataclasses.asdict`` gave them (a report's payload)."""
+        return cls(**{**data, "notes": tuple(data.get("notes", ()))})
+
+    @property
+    def label(self) -> str:
+        """The verdict as the gate's lines mark it: REGRESSION, cannot fail, improved, held."""
+        return LABELS.get(self.verdict, "held")
+
+    @property
+    def base_rate(self) -> float:
+        return self.base_successes / self.base_n if self.base_n else 0.0
+
+
+def compare(
+    task: str,
+    baseline: Sequence[EpisodeRecord],
+    new: Sequence[EpisodeRecord],
+    alpha: float = 0.05,
+    tasks_compared: int = 1,
+    mode: str = "stat",
+    can_fail: bool | None = None,
+    notes: Sequence[str] = (),
+    session_tasks: int | None = None,
+) -> Comparison:
+    """Judge one task's new episodes against its baseline episodes at ``alpha / tasks_compared``.
+
+    ``mode``: ``stat`` (significance test), ``exact`` (any shared episode that succeeded in the
+    baseline and fails now is a regression; for deterministic runs, so every new episode must be
+    one of the baseline's), ``off`` (never a regression). ``can_fail``: whether the task is one
+    the correction counts (decided before the run, see ``tarone``); by default, whether its
+    smallest reachable p-value is below the threshold. ``session_tasks``: the tasks compared
+    in the session, for the episodes a task that cannot fail would need (at alpha over all of
+    them, the level it faces when every task can fail); ``tasks_compared`` by default.
+    """
+    if mode not in GATE_MODES:
+        raise ValueError(f"unknown gate mode {mode!r}; valid: {', '.join(GATE_MODES)}")
+    base_k = sum(e.success for e in baseline)
+    new_k = sum(e.success for e in new)
+    by_key = {episode_key(e): e.success for e in baseline}
+    shared = [(by_key[episode_key(e)], e.success) for e in new if episode_key(e) in by_key]
+    lost = sum(b and not n for b, n in shared)
+    gained = sum(n and not b for b, n in shared)
+    threshold = alpha / max(1, tasks_compared)
+    paired = bool(shared) and len(shared) == len(new)
+    min_p = reachable_p(baseline, [episode_key(e) for e in new])
+    if mode == "exact":
+        if len(shared) != len(new):
+            raise ValueError(
+                f"{task}: the exact gate compares the same episodes, but "
+                f"{len(new) - len(shared)} of {len(new)} new episodes (index, seed, initial state) "
+                "are not in the baseline; use the statistical gate"
+            )
+        test, p_value, p_up = "exact", 0.0 if lost else 1.0, 1.0
+        regression, possible = lost > 0, any(b for b, _ in shared)
+    else:
+        if paired:
+            test, p_value = "McNemar", mcnemar_lower(lost, gained)
+            p_up = mcnemar_lower(gained, lost)
+        else:
+            test = "Fisher"
+            p_value = fisher_lower(base_k, len(baseline), new_k, len(new))
+            p_up = fisher_lower(new_k, len(new), base_k, len(baseline))
+        possible = min_p < threshold if can_fail is None else can_fail
+        regression = mode == "stat" and possible and p_value < threshold
+    rate = base_k / len(baseline) if baseline else 0.0
+    return Comparison(
+        task=task,
+        base_successes=base_k,
+        base_n=len(baseline),
+        new_successes=new_k,
+        new_n=len(new),
+        test=test,
+        p_value=p_value,
+        threshold=threshold,
+        regression=regression,
+        improvement=not regression and mode == "stat" and p_up < threshold,
+        lost=lost,
+        gained=gained,
+        min_p=min_p,
+        can_fail=possible,
+        needed=None
+        if possible
+        else episodes_needed(rate, alpha / max(1, session_tasks or tasks_compared), paired),
+        notes=tuple(notes),
+    )
+
+
+def tarone(min_ps: Mapping[str, float], alpha: float) -> tuple[set[str], int]:
+    """The tasks that can fail, by Tarone's rule: the smallest K with at most K tasks whose
+    smallest reachable p-value is below alpha / K; those tasks, and K (the others cannot reach
+    alpha / K). Data-independent (it reads only the baseline and the episode counts), so Holm
+    over the chosen tasks keeps the session's level."""
+    for k in range(1, len(min_ps) + 1):
+        chosen = {task for task, p in min_ps.items() if p < alpha / k}
+        if len(chosen) <= k:
+            return chosen, k
+    return set(), 1
+
+
+def holm(
+    comparisons: Sequence[Comparison], alpha: float, family: int | None = None
+) -> list[Comparison]:
+    """Holm's step-down over the comparisons that can fail (``family``: how many tasks the
+    family holds, counting any that gave no verdict; the comparisons' count by default).
+
+    The i-th smallest p-value is judged at alpha / (family - i) while every smaller one was a
+    regression; from the first that is not, none is. Comparisons that cannot fail pass as they are.
+    """
+    tested = sorted(
+        (c for c in comparisons if c.can_fail and c.test in ("McNemar", "Fisher")),
+        key=lambda c: c.p_value,
+    )
+    m = max(family or 0, len(tested))
+    judged: dict[str, Comparison] = {}
+    stopped: float | None = None
+    for i, c in enumerate(tested):
+        level = alpha / (m - i)
+        if stopped is None and c.p_value < level:
+            judged[c.task] = replace(c, threshold=level, regression=True, improvement=False,
+                                     procedure=f"Holm {i + 1}/{m}" if m > 1 else "")  # fmt: skip
+            continue
+        stopped = level if stopped is None else stopped
+        judged[c.task] = replace(c, threshold=stopped, regression=False,
+                                 procedure=f"Holm {i + 1}/{m}" if m > 1 else "")  # fmt: skip
+    return [judged.get(c.task, c) for c in comparisons]
+
+
+def judge(
+    pairs: Mapping[str, tuple[Sequence[EpisodeRecord], Sequence[EpisodeRecord]]],
+    alpha: float = 0.05,
+    mode: str = "stat",
+) -> dict[str, Comparison]:
+    """Verdicts for a session: task id -> (baseline episodes, new episodes). Tarone's rule
+    picks the tasks that can fail; Holm's step-down judges them together at ``alpha``."""
+    reach = {
+        t: reachable_p(base, [episode_key(e) for e in new]) for t, (base, new) in pairs.items()
+    }
+    family, k = tarone(reach, alpha)
+    first = [
+        compare(
+            task,
+            base,
+            new,
+            alpha,
+            len(family) if task in family else k,
+            mode,
+            can_fail=task in family if mode != "exact" else None,
+            session_tasks=len(pairs),
+        )
+        for task, (base, new) in pairs.items()
+    ]
+    return {c.task: c for c in holm(first, alpha, len(family))}
+
+
+def compare_results(
+    results: Sequence[TaskResult],
+    baseline: Sequence[TaskResult],
+    alpha: float = 0.05,
+    mode: str = "stat",
+) -> dict[str, Comparison]:
+    """Verdicts for the tasks in both runs, by task id (see ``judge``)."""
+    before = {r.task.id: r for r in baseline}
+    common = sorted((r for r in results if r.task.id in before), key=lambda r: r.task.id)
+    return judge({r.task.id: (before[r.task.id].episodes, r.episodes) for r in common}, alpha, mode)
+
+
+def judge_families(
+    verdicts: Iterable[tuple[str, int, Comparison]], mode: str, alpha: float
+) -> tuple[list[Comparison], set[str]]:
+    """Holm's later steps over each family (a pytest test function's tasks: its key, its size
+    counting tasks that gave no verdict, and each verdict at Holm's first step), ``stat``
+    mode only; the verdicts after them, and the tasks only the later steps found regressed."""
+    families: dict[str, tuple[int, list[Comparison]]] = {}
+    for key, size, comparison in verdicts:
+        families.setdefault(key, (size, []))[1].append(comparison)
+    judged: list[Comparison] = []
+    late: set[str] = set()
+    for size, group in families.values():
+        if mode != "stat":
+            judged += group
+            continue
+        for before, after in zip(group, holm(group, alpha, size), strict=True):
+            judged.append(after)
+            if after.regression and not before.regression:
+                late.add(after.task)
+    return judged, late
+
+
+def fails(comparison: Comparison, power: str) -> bool:
+    """Whether a verdict fails the gate: a regression, or, with ``power="fail"``
+    (--benchmark-gate-power), a task whose test cannot detect any drop."""
+    return comparison.regression or (power == "fail" and comparison.verdict == "cannot fail")
+
+
+def summary(verdicts: Sequence[Comparison]) -> str:
+    """``1 regressed, 0 improved, 2 could not fail: need >= 14 episodes``: the counts the
+    plugin's summary and ``compare`` both print."""
+    down = sum(v.regression for v in verdicts)
+    up = sum(v.verdict == "improvement" for v in verdicts)
+    blind = [v for v in verdicts if v.verdict == "cannot fail"]
+    text = f"{down} regressed, {up} improved"
+    if blind:
+        most = max((v.needed for v in blind if v.needed is not None), default=None)
+        text += f", {len(blind)} could not fail" + (f": need >= {most} episodes" if most else "")
+    return text
+
+
+def closing_line(
+    verdicts: Sequence[Comparison],
+    alpha: float,
+    mode: str,
+    power: str,
+    unjudged: int = 0,
+    families: int = 1,
+) -> str:
+    """``3 tasks compared (stat, alpha 0.05, Holm over 2 that can fail): 1 regressed, ...
+    → REGRESSION``: the line the pytest gate's summary and ``compare`` both end with.
+    ``unjudged``: tasks that could not be compared (errored, no episodes)."""
+    level = ""
+    if mode == "stat":
+        within = f" within each of {families} tests" if families > 1 else ""
+        level = f", alpha {alpha:g}, Holm over {sum(v.can_fail for v in verdicts)} that can fail"
+        level += within
+    if any(v.regression for v in verdicts):
+        outcome = "REGRESSION"
+    elif unjudged:
+        outcome = f"{unjudged} {_tasks(unjudged).upper()} NOT COMPARABLE"
+    elif any(fails(v, power) for v in verdicts):
+        outcome = "GATE CANNOT FAIL"
+    else:
+        outcome = "no regression"
+    compared = f"{len(verdicts)} {_tasks(len(verdicts))} compared"
+    return f"{compared} ({mode}{level}): {summary(verdicts)} → {outcome}"
+
+
+def _tasks(n: int) -> str:
+    return "task" if n == 1 else "tasks"
+
+
+def verdict_lines(
+    verdicts: Sequence[Comparison], every: bool = True, late: Iterable[str] = ()
+) -> list[str]:
+    """One line per verdict, marked by its outcome (``  REGRESSION  task: ...``), what fails
+    first; ``every=False`` leaves out the tasks that held. ``late``: tasks only Holm's later
+    steps found regressed (the pytest gate's tests had passed them)."""
+    after = set(late)
+    ordered = sorted(verdicts, key=lambda c: (ORDER.index(c.label), c.task))
+    return [
+        f"  {c.label:<10} {c.line()}"
+        + (" (Holm's step-down, after the tests ran: the session fails)" if c.task in after else "")
+        for c in ordered
+        if every or c.label != "held"
+    ]
