@@ -50,7 +50,11 @@ def test_update_stores_one_file_per_task_and_a_rerun_passes(gated: pytest.Pytest
     assert (gated.path / SNAPS / "walk.json").is_file()
     result = run(gated)
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["snapshot gate: 2 tasks compared (stat, alpha 0.05, Holm over 2 that can fail): 0 regressed*"])
+    result.stdout.fnmatch_lines(
+        [
+            "snapshot gate: 2 tasks compared (stat, alpha 0.05, Holm over 2 that can fail): 0 regressed*"
+        ]
+    )
 
 
 def test_a_drop_fails_with_one_readable_line(
@@ -140,7 +144,9 @@ def test_an_improvement_passes_and_says_how_to_store_it(
     # (and a 2/8 baseline cannot fail at 8 episodes: the summary says so).
     monkeypatch.setenv("TOY_STRIDE", "0.75")  # the stroll in 27, 30, 32, 35 steps
     result = run(gated)
-    result.stdout.fnmatch_lines(["snapshot gate: 2 tasks compared *: 0 regressed, 0 improved, 1 could not fail*"])
+    result.stdout.fnmatch_lines(
+        ["snapshot gate: 2 tasks compared *: 0 regressed, 0 improved, 1 could not fail*"]
+    )
     assert "--snapshot-update to make them" not in result.stdout.str()
 
 
@@ -166,7 +172,10 @@ def test_a_gate_that_cannot_fail_says_so_and_can_be_made_an_error(
     failed = run(gated, *collapsed, "--benchmark-gate-power=fail")
     failed.assert_outcomes(failed=2)
     failed.stdout.fnmatch_lines(
-        ["*toy/walk: *cannot fail*(--benchmark-gate-power=fail)", "snapshot gate: *GATE CANNOT FAIL"]
+        [
+            "*toy/walk: *cannot fail*(--benchmark-gate-power=fail)",
+            "snapshot gate: *GATE CANNOT FAIL",
+        ]
     )
     # ... and --snapshot-update does not shrink the baseline to the short run.
     kept = run(gated, "--snapshot-update", "--benchmark-episodes=2")
