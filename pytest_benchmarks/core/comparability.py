@@ -7,7 +7,7 @@
   measure different experiments. A "note" setting (the seed, the episode count, the policy) is
   compared and the difference said.
 - ``merge`` joins shards of one run: they agree on both kinds.
-- Resume carries on one run: both kinds, and the plan (``Option.resume``).
+- Resume carries on one run: both kinds, and the plan (``Option.resume``): RESUMED.
 
 Settings are compared as a metrics JSON's run block or a snapshot holds them (``Option.dump``);
 a setting one side lacks (a file older than the setting, a snapshot that records it only where
@@ -27,6 +27,9 @@ Kind = Literal["refuse", "note"]
 
 #: The settings with a bearing on outcomes, by field.
 COMPARED: dict[str, Option] = {o.field: o for o in OPTIONS if o.compare is not None}
+#: What a resumed run must share with the file it carries on: both kinds, and the settings
+#: that say which episodes and tasks it runs (``Option.resume``).
+RESUMED: tuple[Option, ...] = tuple(o for o in OPTIONS if o.resume or o.compare)
 #: What a run's setting was where a file lacks it.
 DEFAULTS: dict[str, Any] = {o.field: o.dump(o.default) for o in OPTIONS}
 
@@ -53,16 +56,19 @@ def differences(
     new: Mapping[str, Any],
     kinds: Iterable[Kind] = ("refuse", "note"),
     absent: Mapping[str, Any] = DEFAULTS,
+    options: Iterable[Option] | None = None,
 ) -> list[Difference]:
-    """The settings of ``kinds`` that differ between two runs' recorded settings, in the
-    registry's order. A setting one side lacks is taken as ``absent`` gives it (a run block:
-    its default), or left out where ``absent`` has none (a snapshot records some settings only
-    where they apply)."""
+    """The settings of ``kinds`` (or the ``options`` given, such as RESUMED) that differ
+    between two runs' recorded settings, in the registry's order. A setting one side lacks is
+    taken as ``absent`` gives it (a run block: its default), or left out where ``absent`` has
+    none (a snapshot records some settings only where they apply)."""
     wanted = set(kinds)
+    chosen = (
+        options if options is not None else (o for o in COMPARED.values() if o.compare in wanted)
+    )
     found = []
-    for field, option in COMPARED.items():
-        if option.compare not in wanted:
-            continue
+    for option in chosen:
+        field = option.field
         if not (field in old or field in absent) or not (field in new or field in absent):
             continue
         a, b = old.get(field, absent.get(field)), new.get(field, absent.get(field))
@@ -88,8 +94,10 @@ def show(value: Any) -> str:
     """A recorded setting as the lines show it: ``default``, ``128x128``, ``a=b``."""
     if value is None:
         return "default"
-    if isinstance(value, list):
-        return "x".join(map(str, value))
+    if isinstance(value, list | tuple) and value and all(isinstance(v, int) for v in value):
+        return "x".join(map(str, value))  # an image size
+    if isinstance(value, list | tuple):
+        return ",".join(map(str, value))
     if isinstance(value, dict):
         return ",".join(f"{k}={v}" for k, v in value.items()) or "none"
     return str(value)

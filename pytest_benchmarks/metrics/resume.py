@@ -17,20 +17,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core import catalog, comparability
 from pytest_benchmarks.core.plan import plan_episodes
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
-from pytest_benchmarks.core.settings import OPTIONS, Settings
+from pytest_benchmarks.core.settings import Settings
 from pytest_benchmarks.core.tasks import SelectionError
 from pytest_benchmarks.metrics import journal
 from pytest_benchmarks.metrics.document import load_results
 from pytest_benchmarks.metrics.runs import InputError, load
-
-#: What a run's episodes depend on (the registry's comparability rule, both kinds), or which
-#: episodes and tasks it runs (its ``resume`` options): a resumed run's must equal the file's,
-#: where a file that predates a setting had its default. (Batch size, workers, sync and
-#: devices change no outcome.)
-SAME_SETTINGS = {o.field: o.dump(o.default) for o in OPTIONS if o.resume or o.compare}
 
 
 class ResumeError(ValueError):
@@ -69,14 +63,15 @@ def load_resumable(
 
 
 def _check_settings(source: Path, earlier: dict[str, Any], settings: Settings) -> None:
-    now = settings.as_dict()
-    for key, default in SAME_SETTINGS.items():
-        if earlier.get(key, default) != now.get(key):
-            raise ResumeError(
-                f"--benchmark-resume: {source} was made with {key} {_show(earlier.get(key))}, "
-                f"this run has {_show(now.get(key))}; resume with the same settings, or run "
-                "without --benchmark-resume"
-            )
+    """Refuse a file made with other settings (``comparability.RESUMED``), naming the first."""
+    found = comparability.differences(earlier, settings.as_dict(), options=comparability.RESUMED)
+    if found:
+        d = found[0]
+        raise ResumeError(
+            f"--benchmark-resume: {source} was made with {d.option.field} "
+            f"{comparability.show(d.old)}, this run has {comparability.show(d.new)}; resume "
+            "with the same settings, or run without --benchmark-resume"
+        )
 
 
 def _check_rows(path: Path, document: dict[str, Any]) -> None:
@@ -137,10 +132,6 @@ def _merge(row: TaskResult | None, logged: TaskResult) -> TaskResult:
     if not extra:
         return logged
     return replace(logged, episodes=sorted([*logged.episodes, *extra], key=lambda e: e.index))
-
-
-def _show(value: Any) -> str:
-    return "none" if value is None else repr(value)
 
 
 def finished(results: Iterable[TaskResult]) -> dict[str, TaskResult]:

@@ -124,8 +124,8 @@ def test_a_file_of_other_settings_is_refused_in_one_line(toy_project: pytest.Pyt
     for option, message in [
         ("--benchmark-seed=7", "seed 1000, this run has 7"),
         ("--benchmark-episodes=8", "episodes 6, this run has 8"),
-        ("--benchmark-task=walk", "tasks ['walk', 'stroll'], this run has ['walk']"),
-        ("--benchmark-policy=scripted", "policy 'module:flaky:make', this run has 'scripted'"),
+        ("--benchmark-task=walk", "tasks walk,stroll, this run has walk"),
+        ("--benchmark-policy=scripted", "policy module:flaky:make, this run has scripted"),
     ]:
         result = run(
             toy_project, *RUN, "--benchmark-metrics=run.json", "--benchmark-resume", option
