@@ -24,7 +24,8 @@ from pathlib import Path
 
 from pytest_benchmarks.core.files import check_writable, write_atomic
 from pytest_benchmarks.core.results import TaskResult
-from pytest_benchmarks.core.settings import GATE_MODES, GATE_POWER
+from pytest_benchmarks.core.settings import OPTIONS
+from pytest_benchmarks.core.values import OptionError
 from pytest_benchmarks.metrics.document import load_results, write_metrics
 from pytest_benchmarks.metrics.runs import (
     EXIT_INPUT,
@@ -37,6 +38,11 @@ from pytest_benchmarks.metrics.runs import (
     missing_shards,
     task_name,
 )
+
+#: The gate's options of ``compare`` and ``report``, by flag: the registry's settings (their
+#: help, default and parser), as the pytest gate's --benchmark-alpha, -gate and -gate-power.
+GATE_OPTIONS = {"--alpha": "alpha", "--gate": "gate", "--gate-power": "gate_power"}
+_BY_FIELD = {o.field: o for o in OPTIONS}
 
 #: What ``report --png`` can draw, by file extension.
 CHART_FORMATS = ("png", "svg", "pdf")
@@ -124,26 +130,12 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     compare_cmd.add_argument("old", type=Path, metavar="OLD.json", help="the baseline run")
     compare_cmd.add_argument("new", type=Path, metavar="NEW.json", help="the run to judge")
-    compare_cmd.add_argument(
-        "--alpha", type=float, default=0.05,
-        help="the chance of any false alarm over all tasks compared (default 0.05)",
-    )  # fmt: skip
-    compare_cmd.add_argument(
-        "--gate", choices=GATE_MODES, default="stat",
-        help="stat: fail on a significant drop (Holm over the tasks that can fail); exact: on "
-        "any episode lost; off: never (default stat)",
-    )  # fmt: skip
-    compare_cmd.add_argument(
-        "--gate-power", choices=GATE_POWER, default="warn",
-        help="when a task's test cannot detect any drop at these episode counts: warn, or fail "
-        "(exit 1) (default warn)",
-    )  # fmt: skip
+    _gate_options(compare_cmd, *GATE_OPTIONS)
     report_cmd = commands.add_parser("report", help="Markdown table and PNG chart of a run")
     report_cmd.add_argument("run", type=Path, metavar="RUN.json", help="the run to report")
     report_cmd.add_argument("--baseline", type=Path, metavar="OLD.json",
                             help="add the baseline and the gate's verdict per task")  # fmt: skip
-    report_cmd.add_argument("--alpha", type=float, default=0.05,
-                            help="the gate's level for the verdicts (default 0.05)")  # fmt: skip
+    _gate_options(report_cmd, "--alpha")
     report_cmd.add_argument("-o", "--output", type=Path, metavar="REPORT.md",
                             help="write the Markdown here (default: stdout)")  # fmt: skip
     report_cmd.add_argument("--png", type=Path, metavar="CHART.png",
@@ -153,6 +145,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     build_cmd.add_argument("dir", type=Path, metavar="DIR", help="the --benchmark-record DIR")
     return parser
+
+
+def _gate_options(parser: argparse.ArgumentParser, *flags: str) -> None:
+    """The gate's options as the registry declares them (``GATE_OPTIONS``)."""
+    for flag in flags:
+        option = _BY_FIELD[GATE_OPTIONS[flag]]
+        parser.add_argument(flag, dest=option.field, default=option.default,
+                            metavar=option.metavar, help=option.help)  # fmt: skip
+
+
+def _read_gate_options(args: argparse.Namespace) -> None:
+    """Each gate option given, read by the registry's parser (one line naming what is valid)."""
+    for flag, field in GATE_OPTIONS.items():
+        if hasattr(args, field):
+            try:
+                setattr(args, field, _BY_FIELD[field].parse(flag, getattr(args, field)))
+            except OptionError as exc:
+                raise InputError(str(exc)) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -172,8 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "record-build":
             return record_build(args.dir)
-        if not 0 < args.alpha < 1:
-            raise InputError(f"--alpha: {args.alpha} is not between 0 and 1")
+        _read_gate_options(args)
         if args.command == "report":
             return report(args)
         (old, old_line), (new, new_line) = load_run(args.old), load_run(args.new)

@@ -210,7 +210,10 @@ def test_bad_files_are_one_line_errors(tmp_path: Path):
         assert done.stderr.strip() == f"pytest-benchmarks: error: {message}"
         assert "Traceback" not in done.stderr
     done = cli("compare", corrupt, corrupt, "--alpha", "2")
-    assert done.returncode == 2 and "--alpha: 2.0 is not between 0 and 1" in done.stderr
+    assert (
+        done.returncode == 2
+        and "--alpha: '2' is not a level between 0 and 1 (e.g. 0.05)" in done.stderr
+    )
 
 
 def test_report_markdown_and_chart(toy_project: pytest.Pytester):
@@ -391,3 +394,25 @@ def test_what_merge_and_report_cannot_vouch_for_is_said(
     assert capsys.readouterr().err.strip() == (
         f"pytest-benchmarks: error: {out}: No space left on device"
     )
+
+
+def test_the_gate_options_are_the_registrys(capsys: pytest.CaptureFixture[str]):
+    """compare's and report's gate options are the pytest gate's settings: the same help,
+    default and reading of a value (one line naming what is valid)."""
+    from pytest_benchmarks.cli import GATE_OPTIONS, build_parser
+    from pytest_benchmarks.core.settings import OPTIONS
+
+    by_field = {o.field: o for o in OPTIONS}
+    commands = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    for command, flags in [("compare", list(GATE_OPTIONS)), ("report", ["--alpha"])]:
+        actions = {a.option_strings[0]: a for a in commands[command]._actions if a.option_strings}
+        for flag in flags:
+            option = by_field[GATE_OPTIONS[flag]]
+            assert (actions[flag].help, actions[flag].default) == (option.help, option.default)
+    for flag, value, valid in [("--gate", "strict", "stat, exact, off"),
+                               ("--gate-power", "loud", "warn, fail")]:  # fmt: skip
+        capsys.readouterr()
+        assert main(["compare", "a.json", "b.json", flag, value]) == 2
+        assert capsys.readouterr().err == (
+            f"pytest-benchmarks: error: {flag}: {value!r} is not one of {valid}\n"
+        )

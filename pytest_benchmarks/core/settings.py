@@ -238,8 +238,8 @@ class Settings:
     #: warn or fail when a task's gate cannot detect any drop with this run's episodes.
     gate_power: str = setting("warn", Option(
         "when a task's stat gate cannot detect any drop with this run's episodes: warn (say so "
-        "in the verdict and the summary, with the episodes it needs) or fail its test "
-        "(default warn)",
+        "in the verdict and the summary, with the episodes it needs) or fail (its test fails; "
+        "pytest-benchmarks compare exits 1) (default warn)",
         values.choice(GATE_POWER), "{warn,fail}", run_block=False,
     ))
     #: Write every evaluated episode into a LeRobotDataset here (a new directory).
