@@ -1,21 +1,25 @@
-"""Write the options table of docs/options.md from the option registry
-(``pytest_benchmarks.core.settings.OPTIONS``, which ``pytest --help`` and the API's keywords
-also come from), so the page cannot drift from either.
+"""Write the options table of docs/options.md and the run block's options in the metrics JSON
+Schema from the option registry (``pytest_benchmarks.core.settings.OPTIONS``, which ``pytest
+--help``, the API's keywords and the CLI's gate options also come from), so neither can drift.
 
-    python scripts/options_page.py          # rewrite the table in docs/options.md
-    python scripts/options_page.py --check  # exit 1, naming the page, when it is out of date
+    python scripts/options_page.py          # rewrite the table and the schema's run block
+    python scripts/options_page.py --check  # exit 1, naming each file, when one is out of date
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from pathlib import Path
 
 from pytest_benchmarks.core.settings import OPTIONS
+from pytest_benchmarks.metrics import run_schema
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "options.md"
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs" / "options.md"
+SCHEMA = ROOT / "pytest_benchmarks" / "metrics" / "schema" / "metrics.schema.json"
 BEGIN, END = "<!-- options table: scripts/options_page.py -->", "<!-- end of options table -->"
 
 
@@ -43,15 +47,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only check; exit 1 if stale")
     args = parser.parse_args()
-    page = PAGE.read_text()
-    new = rendered(page)
-    if args.check:
-        if new != page:
-            print(f"{PAGE}: the options table is out of date: python scripts/options_page.py")
-            return 1
-        return 0
-    PAGE.write_text(new)
-    return 0
+    stale = 0
+    for path, render in [(PAGE, rendered), (SCHEMA, schema_text)]:
+        old = path.read_text()
+        new = render(old)
+        if args.check and new != old:
+            print(f"{path}: out of date with the option registry: python scripts/options_page.py")
+            stale = 1
+        elif new != old:
+            path.write_text(new)
+    return stale
+
+
+def schema_text(text: str) -> str:
+    """The metrics JSON Schema with its run block's options from the registry."""
+    return run_schema.dumps(run_schema.rendered(json.loads(text))) + "\n"
 
 
 if __name__ == "__main__":

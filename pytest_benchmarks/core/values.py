@@ -58,7 +58,8 @@ def integer(minimum: int, maximum: int | None = None) -> Parser:
             raise OptionError(f"{flag}: {str(value)[:40]!r} is not an integer {bound}")
         return number
 
-    return parse
+    bounds = {"minimum": minimum} | ({"maximum": maximum} if maximum is not None else {})
+    return described(parse, {"type": "integer", **bounds})
 
 
 def choice(valid: Sequence[str]) -> Parser:
@@ -69,6 +70,13 @@ def choice(valid: Sequence[str]) -> Parser:
             raise OptionError(f"{flag}: {value!r} is not one of {', '.join(valid)}")
         return str(value)
 
+    return described(parse, {"enum": list(valid)})
+
+
+def described(parse: Parser, schema: dict[str, Any]) -> Parser:
+    """``parse``, carrying the JSON Schema of the values it returns (the metrics JSON's run
+    block reads it: ``metrics.run_schema``)."""
+    setattr(parse, "schema", schema)  # noqa: B010 (a function's attribute)
     return parse
 
 

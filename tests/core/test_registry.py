@@ -215,6 +215,28 @@ def test_the_run_block_holds_each_run_block_option(tmp_path: Path):
     json.dumps(block)  # plain JSON
 
 
+def test_the_schemas_run_block_is_the_registry(tmp_path: Path):
+    """The metrics JSON Schema describes each run-block option from the registry (current in the
+    package), and takes each option's default and another value as the run block holds them."""
+    import jsonschema
+
+    from pytest_benchmarks.metrics import run_schema
+    from pytest_benchmarks.metrics.document import schema
+
+    committed = schema()
+    assert run_schema.rendered(committed) == committed
+    properties = committed["properties"]["run"]["properties"]
+    default = validation.build(root=tmp_path).as_dict()
+    for option in (o for o in OPTIONS if o.run_block):
+        assert properties[option.field]["description"].startswith(f"{option.flag}: ")
+        jsonschema.validate(default[option.field], properties[option.field])
+        jsonschema.validate(_other(option.field, tmp_path).as_dict()[option.field],
+                            properties[option.field])  # fmt: skip
+    for field, wrong in [("video", "sometimes"), ("episodes", 0), ("camera_map", {"a": 1})]:
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(wrong, properties[field])
+
+
 def test_snapshot_settings_are_the_options_with_a_snapshot_rule(tmp_path: Path):
     task = _task()
     state = validation.build(root=tmp_path).snapshot_settings(task)
