@@ -30,14 +30,12 @@ from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.selection import select
 from pytest_benchmarks.core.settings import DEFAULT_EPISODES, DEFAULT_SEED, OPTIONS, Settings
 from pytest_benchmarks.core.tasks import EnvConfig
+from pytest_benchmarks.engine import lifecycle
 from pytest_benchmarks.engine.dataset import DatasetSummary, build_dataset
+from pytest_benchmarks.engine.lifecycle import Run
 from pytest_benchmarks.engine.metrics_file import MetricsFile
-from pytest_benchmarks.engine.output_lock import OutputBusy, lock_outputs
 from pytest_benchmarks.engine.run import RunEngine
-from pytest_benchmarks.metrics import journal
 from pytest_benchmarks.policies import make_policy
-from pytest_benchmarks.policies.declared import with_declared_images
-from pytest_benchmarks.serving import launch
 
 #: A policy object, a spec (``--benchmark-policy`` syntax) or a factory (config, num_envs).
 PolicyLike = Policy | str | Callable[[EnvConfig, int], Policy]
@@ -124,7 +122,7 @@ def evaluate(
     if resume and metrics is None:
         raise validation.OptionError("--benchmark-resume: needs metrics=PATH, the run to carry on")
     # One process, no workers to serve: the run block records the server as off.
-    settings = with_declared_images(launch.resolve(settings, workers=0))
+    settings = lifecycle.resolved(settings, workers=0)
     validation.check_record_path(settings.record, settings.resume)
     if metrics is not None:
         validation.check_metrics_path(settings.metrics)
@@ -132,27 +130,18 @@ def evaluate(
 
 
 def run_locked(settings: Settings, policy: PolicyLike, write: bool) -> Evaluation:
-    """The run, holding its outputs (the metrics file when it ``write``s one, the record
-    folder) so that no other session writes them meanwhile."""
+    """The run, opened and closed by ``engine.lifecycle.Run`` (as the plugin's session is): it
+    holds its outputs (the metrics file when it ``write``s one, the record folder) meanwhile."""
+    opened = Run.open(settings, select(settings).tasks, owner=True, metrics=write, journaling=write)
+    complete = False
     try:
-        locks = lock_outputs(settings, metrics=write)
-    except OutputBusy as exc:
-        raise validation.OptionError(str(exc)) from None
-    try:
-        if write and not settings.resume:  # a new run: an earlier run's journal would mix in
-            folder = journal.folder_for(settings.metrics)
-            try:
-                journal.discard(folder)
-            except OSError as exc:
-                raise validation.OptionError(journal.undiscarded(folder, exc)) from None
-        engine = RunEngine.start(settings, select(settings).tasks, journaling=write)
-        out = run(engine, policy, write)
+        out = run(opened.engine, policy, write)
+        complete = write  # the file holds every row: the journal is no longer needed
         if settings.record is not None:
             out.dataset = build_dataset(parts_dir(settings.record), settings.record)
         return out
     finally:
-        for lock in locks:
-            lock.release()
+        opened.close(complete)
 
 
 def run(engine: RunEngine, policy: PolicyLike, write: bool) -> Evaluation:
@@ -183,8 +172,6 @@ def run(engine: RunEngine, policy: PolicyLike, write: bool) -> Evaluation:
         finally:
             env.close()
     document(out.results, unfinished=False)
-    if write:  # the file holds every row now: the journal is no longer needed
-        engine.remove_journal()
     return out
 
 

@@ -267,9 +267,16 @@ class Controller:
         )
         if self.metrics.error is not None and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the run's results are not saved
-        elif self.metrics.error is None and exitstatus != pytest.ExitCode.INTERRUPTED:
-            # The run ended and its file holds every row: the journal is no longer needed.
-            self.state.engine.remove_journal()
+        # The run ended and its file holds every row: the journal is no longer needed.
+        saved = self.metrics.error is None and exitstatus != pytest.ExitCode.INTERRUPTED
+        try:
+            self.finish_record(session, exitstatus)
+        finally:
+            self.state.run.close(complete=saved)
+
+    def finish_record(self, session: pytest.Session, exitstatus: int) -> None:
+        """The --benchmark-record dataset from the run's parts, or, when interrupted, the line
+        that says how to carry it on or build it."""
         record = self.state.settings.record
         if record is not None and exitstatus == pytest.ExitCode.INTERRUPTED:
             # Kept for --benchmark-resume, which adds the missing episodes to the same parts.

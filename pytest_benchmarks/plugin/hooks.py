@@ -69,8 +69,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE, None)
-    for lock in state.locks if state is not None else []:
-        lock.release()
+    if state is not None:
+        state.run.release()
     if state is not None and state.servers is not None:
         state.servers.stop()
     config.stash.get(RESTORE_SIGNALS, lambda: None)()

@@ -13,7 +13,6 @@ from pytest_benchmarks.core.selection import Selection, select
 from pytest_benchmarks.core.settings import OPTIONS, Settings
 from pytest_benchmarks.core.validation import OptionError, check_metrics_path, check_record_path
 from pytest_benchmarks.core.validation import settings as validate
-from pytest_benchmarks.policies.declared import with_declared_images
 
 GROUP = "benchmarks"
 GROUP_HELP = "robot-policy simulation benchmarks (pytest-benchmarks)"
@@ -89,7 +88,7 @@ def load(config: pytest.Config, check_metrics: bool) -> tuple[Settings, Selectio
     """
     sources: set[str] = set()
     try:
-        options = with_declared_images(validate(read(config, sources), config.rootpath))
+        options = validate(read(config, sources), config.rootpath)
         if check_metrics:
             check_metrics_path(options.metrics)
             check_record_path(options.record, options.resume)

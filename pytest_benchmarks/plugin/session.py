@@ -8,16 +8,16 @@ from dataclasses import dataclass, field
 import pytest
 
 from pytest_benchmarks.core.results import TaskResult
-from pytest_benchmarks.core.selection import Selection
 from pytest_benchmarks.core.settings import Settings
 from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
-from pytest_benchmarks.engine.output_lock import OutputBusy, OutputLock, lock_outputs
+from pytest_benchmarks.core.validation import OptionError
+from pytest_benchmarks.engine import lifecycle
+from pytest_benchmarks.engine.lifecycle import Run
+from pytest_benchmarks.engine.output_lock import OutputLock
 from pytest_benchmarks.engine.run import RunEngine
-from pytest_benchmarks.metrics import journal
 from pytest_benchmarks.metrics.gate import Comparison
 from pytest_benchmarks.metrics.resume import ResumeError
 from pytest_benchmarks.plugin import options
-from pytest_benchmarks.serving import launch
 from pytest_benchmarks.serving.launch import PolicyServers
 
 
@@ -25,8 +25,9 @@ from pytest_benchmarks.serving.launch import PolicyServers
 class SessionState:
     """What the plugin knows about this session, in a worker or the controller."""
 
-    #: The run: settings, tasks, what a resumed file keeps (the API drives the same engine).
-    engine: RunEngine
+    #: The open run: its engine (settings, tasks, what a resumed file keeps: the API drives
+    #: the same), the outputs it holds, what became of an earlier journal.
+    run: Run
     #: Benchmarks skipped because their extra is not installed -> reason.
     unavailable: dict[str, str]
     #: Benchmarks left out by ``--benchmark-env``.
@@ -43,16 +44,27 @@ class SessionState:
     collected: int = 0
     #: Per test function: the tasks that can fail, Tarone's K, the tasks with a snapshot.
     gate_families: dict[str, tuple[frozenset[str], int, int]] = field(default_factory=dict)
-    #: What became of an earlier run's journal at the start, for the header.
-    journal_line: str | None = None
     #: What the policies left running and the session ended, one line each (the summary's).
     leftover_lines: list[str] = field(default_factory=list)
-    #: The controller's locks on this run's outputs, held until the session ends.
-    locks: list[OutputLock] = field(default_factory=list)
     #: The controller's policy servers (--benchmark-policy-server), stopped at the end.
     servers: PolicyServers | None = None
     #: The policy server this process's policies act through (an endpoint's text), or None.
     endpoint: str | None = None
+
+    @property
+    def engine(self) -> RunEngine:
+        return self.run.engine
+
+    @property
+    def locks(self) -> list[OutputLock]:
+        """The controller's locks on this run's outputs (the snapshot folders' join them),
+        held until the session ends."""
+        return self.run.locks
+
+    @property
+    def journal_line(self) -> str | None:
+        """What became of an earlier run's journal at the start, for the header."""
+        return self.run.journal_line
 
     @property
     def settings(self) -> Settings:
@@ -76,7 +88,9 @@ class SessionState:
 
 
 def build_state(config: pytest.Config) -> SessionState:
-    """Validate the options and work out which benchmarks and tasks this session runs.
+    """Validate the options, work out which benchmarks and tasks this session runs, and open
+    the run (``engine.lifecycle.Run``, as ``api.evaluate`` does): the controller owns its
+    outputs and writes its metrics file, a worker runs tasks in it.
 
     Raises pytest.UsageError with one line for anything invalid, before collection.
     """
@@ -88,62 +102,27 @@ def build_state(config: pytest.Config) -> SessionState:
         if is_worker
         else int(getattr(config.option, "numprocesses", 0) or 0)
     )
-    settings = launch.resolve(settings, workers)
     try:
-        locks = lock_outputs(settings) if is_controller else []
-    except OutputBusy as exc:
-        raise pytest.UsageError(str(exc)) from None
-    try:
-        state = _new_state(config, settings, selection, workers, is_worker, is_controller)
-    except BaseException:
-        for lock in locks:  # an in-process session that ends here leaves nothing locked
-            lock.release()
-        raise
-    state.locks = locks
-    if is_worker:
-        state.endpoint = config.workerinput.get(SERVER_KEY)  # type: ignore[attr-defined]
-    return state
-
-
-def _new_state(
-    config: pytest.Config,
-    settings: Settings,
-    selection: Selection,
-    workers: int,
-    is_worker: bool,
-    is_controller: bool,
-) -> SessionState:
-    journal_line = None
-    if is_controller and not settings.resume:
-        # A new run (this session holds its outputs): an earlier run's journal would mix in.
-        folder = journal.folder_for(settings.metrics)
-        try:
-            dropped = journal.discard(folder)
-        except OSError as exc:
-            raise pytest.UsageError(journal.undiscarded(folder, exc)) from None
-        if dropped:
-            journal_line = (
-                f"journal: removed {folder}, an earlier run's {dropped} finished episodes "
-                "(--benchmark-resume carries such a run on)"
-            )
-    try:
-        engine = RunEngine.start(
-            settings, selection.tasks, workers, journaling=not config.option.collectonly
-        )
-    except ResumeError as exc:
+        run = Run.open(
+            lifecycle.resolved(settings, workers), selection.tasks, workers,
+            owner=is_controller, metrics=is_controller,
+            journaling=not config.option.collectonly,
+        )  # fmt: skip
+    except (OptionError, ResumeError) as exc:
         raise pytest.UsageError(str(exc)) from None
     state = SessionState(
-        engine=engine,
+        run=run,
         unavailable=selection.unavailable,
         excluded=selection.excluded,
         is_worker=is_worker,
-        journal_line=journal_line,
     )
     # A finished task's tests read its kept result; its simulator never starts.
-    kept = engine.kept
+    kept = run.engine.kept
     state.cache.update(kept)
     if not is_worker:
         state.results.update(kept)
+    if is_worker:
+        state.endpoint = config.workerinput.get(SERVER_KEY)  # type: ignore[attr-defined]
     return state
 
 

@@ -1,0 +1,107 @@
+"""A run from open to close, the one way both drivers take: ``api.evaluate`` and the plugin
+(its controller, and each xdist worker with the parts a worker owns).
+
+Opening decides what the validated settings leave open (the policy server, from the workers;
+the image size a LeRobot checkpoint declares), takes the run's outputs (the metrics file, the
+record folder) so no other session writes them, discards an earlier run's journal where this
+is a new run (it would mix in), and starts the ``RunEngine`` (which reads a resumed file).
+Closing removes the journal once the metrics file holds every row, and releases the outputs.
+Every refusal on the way is one line (``OptionError``; a resumed file, ``ResumeError``), and a
+refused open leaves nothing locked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pytest_benchmarks.core.settings import Settings
+from pytest_benchmarks.core.tasks import TaskRef
+from pytest_benchmarks.core.validation import OptionError
+from pytest_benchmarks.engine.output_lock import OutputBusy, OutputLock, lock_outputs
+from pytest_benchmarks.engine.run import RunEngine
+from pytest_benchmarks.metrics import journal
+from pytest_benchmarks.policies.declared import with_declared_images
+from pytest_benchmarks.serving import launch
+
+
+def resolved(settings: Settings, workers: int) -> Settings:
+    """The settings as the run uses them: the policy server decided from the workers (and a
+    served run batched), then the image size a LeRobot checkpoint declares."""
+    return with_declared_images(launch.resolve(settings, workers))
+
+
+@dataclass
+class Run:
+    """An open run: its engine, the outputs it holds, and what became of an earlier journal."""
+
+    engine: RunEngine
+    #: The run's outputs, held until ``close``.
+    locks: list[OutputLock] = field(default_factory=list)
+    #: What discarding an earlier run's journal removed, for the session's header (or None).
+    journal_line: str | None = None
+
+    @classmethod
+    def open(
+        cls,
+        settings: Settings,
+        tasks: dict[str, list[TaskRef]],
+        workers: int = 0,
+        *,
+        owner: bool,
+        metrics: bool,
+        journaling: bool,
+    ) -> Run:
+        """Open a run of ``tasks`` with validated ``settings`` (``resolved`` already).
+
+        ``owner``: this process owns the run's outputs (the API, the plugin's controller; an
+        xdist worker does not); ``metrics``: it writes the metrics file; ``journaling``: each
+        finished episode goes to this process's journal.
+        """
+        try:
+            locks = lock_outputs(settings, metrics=metrics) if owner else []
+        except OutputBusy as exc:
+            raise OptionError(str(exc)) from None
+        try:
+            line = None
+            if owner and metrics and not settings.resume:
+                line = _discard_earlier_journal(settings)
+            engine = RunEngine.start(settings, tasks, workers, journaling=journaling)
+        except BaseException:
+            for lock in locks:
+                lock.release()
+            raise
+        return cls(engine, locks, line)
+
+    @property
+    def settings(self) -> Settings:
+        return self.engine.settings
+
+    def close(self, complete: bool) -> None:
+        """End the run: with ``complete`` (its metrics file holds every row), its journal is
+        no longer needed and goes; its outputs are released either way."""
+        try:
+            if complete:
+                self.engine.remove_journal()
+        finally:
+            self.release()
+
+    def release(self) -> None:
+        """Let other sessions write the run's outputs again (idempotent)."""
+        for lock in self.locks:
+            lock.release()
+
+
+def _discard_earlier_journal(settings: Settings) -> str | None:
+    """A new run: an earlier run's journal at its metrics path would mix in, so it goes; the
+    line that says what it held, or None."""
+    folder = journal.folder_for(settings.metrics)
+    try:
+        dropped = journal.discard(folder)
+    except OSError as exc:
+        raise OptionError(journal.undiscarded(folder, exc)) from None
+    if not dropped:
+        return None
+    return (
+        f"journal: removed {folder}, an earlier run's {dropped} finished episodes "
+        "(--benchmark-resume carries such a run on)"
+    )
