@@ -183,3 +183,18 @@ def test_every_option_that_shapes_a_run_has_its_keyword(tmp_path: Path):
                  metrics=tmp_path / "late.json")  # fmt: skip
     (row,) = json.loads((tmp_path / "late.json").read_text())["results"]
     assert row["id"] == "metaworld/push-v3" and row["error"].startswith("TaskTimeout: ")
+
+
+def test_progress_lines_go_to_stderr_as_the_plugins_do(capsys: pytest.CaptureFixture[str]):
+    """``progress=0``: a line after every episode (the plugin's, without a worker's name);
+    by default none."""
+    import toybench  # noqa: F401  (registers the toy benchmark in this process)
+
+    evaluate("toy", tasks=["walk"], episodes=3, batch_size=1, sync=True, progress=0)
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.rsplit(",", 1)[0] for line in lines] == [
+        f"toy/walk: {i}/3 episodes, {i} successes" for i in (1, 2, 3)
+    ], lines
+    assert all(line.endswith(" s") for line in lines), lines
+    evaluate("toy", tasks=["walk"], episodes=3, batch_size=1, sync=True)
+    assert capsys.readouterr().err == ""

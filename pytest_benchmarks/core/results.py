@@ -80,6 +80,12 @@ def rate_text(successes: int, n: int) -> str:
     return f"{successes}/{n} ({pct:.0f}%, {low:.0f}–{high:.0f})"
 
 
+def progress_text(task: str, done: int, planned: int, successes: int, elapsed_s: float) -> str:
+    """``metaworld/push-v3: 20/50 episodes, 18 successes, 31 s``: a running task's progress
+    line (the plugin's prefixes the worker)."""
+    return f"{task}: {done}/{planned} episodes, {successes} successes, {elapsed_s:.0f} s"
+
+
 @dataclass
 class TaskResult:
     """All planned episodes of one task (fewer when it failed), with timing and any error."""

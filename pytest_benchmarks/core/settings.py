@@ -209,7 +209,7 @@ class Settings:
         "seconds between progress lines of a running task (episodes done, successes); "
         "0 = after every episode (default 10)",
         values.number(lambda x: 0 <= x < math.inf, "a number of seconds >= 0"), "SECONDS",
-        name="progress", run_block=False,
+        name="progress", run_block=False, api="progress",
     ))
     timeout: float | None = setting(None, Option(
         "seconds a task may take (env start-up and all its episodes); a task past it is stopped, "
@@ -285,7 +285,7 @@ class Settings:
         "lerobot: policies: one policy server per device loads the policy once and acts for "
         "every xdist worker's env slots together, as --benchmark-batched-inference does "
         "(auto: on for a CUDA device under xdist; default auto)",
-        values.choice(SERVER_MODES), "{auto,on,off}",
+        values.choice(SERVER_MODES), "{auto,on,off}", api="policy_server",
     ))
     #: How long a policy server holds a gathered request for the other workers' (a bound).
     policy_server_wait: float = setting(DEFAULT_SERVER_WAIT_MS, Option(
@@ -293,6 +293,7 @@ class Settings:
         "workers' requests before it acts (it acts at once when every active worker's is in; "
         "default 5)",
         values.number(lambda x: 0 <= x < math.inf, "a number of milliseconds >= 0"), "MS",
+        api="policy_server_wait",
     ))
     # fmt: on
     #: Where ``image_size`` came from: the option, the default, or a LeRobot checkpoint's

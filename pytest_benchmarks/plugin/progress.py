@@ -17,7 +17,7 @@ from typing import Any
 import psutil
 import pytest
 
-from pytest_benchmarks.core.results import TaskResult
+from pytest_benchmarks.core.results import TaskResult, progress_text
 
 PROGRESS = "progress"
 
@@ -77,7 +77,5 @@ class ProgressReporter:
 def progress_line(progress: dict[str, Any], worker: str | None) -> str:
     """``[gw0] metaworld/push-v3: 20/50 episodes, 18 successes, 31 s``."""
     prefix = f"[{worker}] " if worker else ""
-    return (
-        f"{prefix}{progress['task']}: {progress['done']}/{progress['planned']} episodes, "
-        f"{progress['successes']} successes, {progress['elapsed_s']:.0f} s"
-    )
+    fields = ("task", "done", "planned", "successes", "elapsed_s")
+    return prefix + progress_text(*(progress[f] for f in fields))

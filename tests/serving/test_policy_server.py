@@ -83,15 +83,25 @@ def test_two_workers_share_one_server_and_its_records_are_batched_inferences(
         max_steps=12, obs="pixels", image_size=SIZE, device="cpu", batch_size=2,
         batched_inference=True, metrics=pytester.path / "batched/m.json",
     )  # fmt: skip
+    # The API acts through a server too, when asked (one process: auto would not).
+    evaluate(
+        "metaworld", f"lerobot:{act_checkpoint}", tasks=TASKS.split(","), episodes=4,
+        max_steps=12, obs="pixels", image_size=SIZE, device="cpu", batch_size=2,
+        policy_server="on", policy_server_wait=0, metrics=pytester.path / "api/m.json",
+    )  # fmt: skip
+    assert "gatherings" in server_log(pytester.path / "api")
     # The same episodes; rewards equal up to float rounding, since the server's forward pass
     # holds both workers' slots (a larger matrix product than each worker's own).
-    served_records = records(pytester.path / "served/m.json")
     batched_records = records(pytester.path / "batched/m.json")
-    assert served_records.keys() == batched_records.keys()
-    for task, episodes in served_records.items():
-        assert [e[:4] for e in episodes] == [e[:4] for e in batched_records[task]]
-        rewards = [e[4] for e in batched_records[task]]
-        assert [e[4] for e in episodes] == pytest.approx(rewards, rel=1e-6)
+    for served in ("served", "api"):
+        served_records = records(pytester.path / served / "m.json")
+        assert served_records.keys() == batched_records.keys()
+        for task, episodes in served_records.items():
+            assert [e[:4] for e in episodes] == [e[:4] for e in batched_records[task]]
+            rewards = [e[4] for e in batched_records[task]]
+            assert [e[4] for e in episodes] == pytest.approx(rewards, rel=1e-6)
+    api_block = read_metrics(pytester.path / "api/m.json")["run"]
+    assert (api_block["policy_server"], api_block["batched_inference"]) == ("on", True)
     run_block = read_metrics(pytester.path / "served/m.json")["run"]
     assert run_block["policy_server"] == "on"
     assert run_block["batched_inference"] is True
