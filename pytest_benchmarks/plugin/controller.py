@@ -23,11 +23,11 @@ from pytest_benchmarks.engine.vector import describe_exit
 from pytest_benchmarks.metrics import gate, journal
 from pytest_benchmarks.metrics.gate import Comparison
 from pytest_benchmarks.metrics.table import table
-from pytest_benchmarks.plugin import payload, signals
+from pytest_benchmarks.plugin import events, signals
 from pytest_benchmarks.plugin.nodeids import task_of_nodeid
 from pytest_benchmarks.plugin.progress import progress_line
 from pytest_benchmarks.plugin.recording import build_record
-from pytest_benchmarks.plugin.session import SERVER_KEY, WORKER_COUNTS, WORKER_ROWS, SessionState
+from pytest_benchmarks.plugin.session import SERVER_KEY, WORKER_COUNTS, WORKER_EVENTS, SessionState
 from pytest_benchmarks.plugin.watchdog import Watchdog
 from pytest_benchmarks.serving.launch import PolicyServers
 
@@ -83,39 +83,45 @@ class Controller:
         self.watchdog: Watchdog | None = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        event = getattr(report, "benchmark_event", None)
-        if event is not None:
-            node = getattr(report, "node", None)
-            self.on_event(event, getattr(getattr(node, "gateway", None), "id", None))
-            return
-        carried = payload.read(report)
-        if carried is None:
-            return
-        verdict = carried.gate_verdict()
-        if verdict is not None:
-            self.verdicts[report.nodeid] = verdict
-        if carried.kept is not None:
-            self.kept.append(carried.kept)
-        result = carried.task_result()
-        if result is None:
-            return
-        self.state.results.setdefault(result.task.id, result)
-        self.write(partial=True, exitstatus=None)
+        node = getattr(report, "node", None)
+        worker = getattr(getattr(node, "gateway", None), "id", None)
+        for event in events.read(report):
+            self.dispatch(event, worker, report.nodeid)
 
-    def on_event(self, event: dict[str, Any], worker: str | None) -> None:
-        """What a running task told (``plugin.progress``); ``worker`` None without xdist."""
-        kind = event.get("kind")
-        if kind == "progress":
-            self.show(progress_line(event, worker))
-        elif kind == "notice":
-            self.show(f"[{worker}] {event['line']}" if worker else str(event["line"]))
-        elif self.watchdog is not None and worker is not None:
-            if kind == "start":
-                line = self.watchdog.started(worker, event)
-                if line is not None:
-                    self.show(line)
-            elif kind == "end":
-                self.watchdog.finished(worker)
+    def dispatch(self, event: events.Event, worker: str | None, nodeid: str = "") -> None:
+        """Every event, whichever way it came (a report, a worker's end, the journal), to the
+        one method of its kind: ``worker`` is its xdist worker (None without xdist), ``nodeid``
+        the test whose report carried it."""
+        getattr(self, f"on_{event.kind}")(event, worker, nodeid)
+
+    def on_task_started(self, event: events.TaskStarted, worker: str | None, _: str) -> None:
+        if self.watchdog is not None and worker is not None:
+            line = self.watchdog.started(worker, event)
+            if line is not None:
+                self.show(line)
+
+    def on_task_stopped(self, event: events.TaskStopped, worker: str | None, _: str) -> None:
+        if self.watchdog is not None and worker is not None:
+            self.watchdog.finished(worker)
+
+    def on_progress(self, event: events.Progress, worker: str | None, _: str) -> None:
+        self.show(progress_line(event, worker))
+
+    def on_notice(self, event: events.Notice, worker: str | None, _: str) -> None:
+        self.show(f"[{worker}] {event.line}" if worker else event.line)
+
+    def on_task_ended(self, event: events.TaskEnded, _: str | None, __: str) -> None:
+        """A task's row: the first to arrive stands (a report's before the same row from a
+        worker's end or the journal, which are there for the tasks no report carried)."""
+        if event.task not in self.state.results:
+            self.state.results[event.task] = event.result()
+            self.write(partial=True, exitstatus=None)
+
+    def on_verdict(self, event: events.Verdict, _: str | None, nodeid: str) -> None:
+        self.verdicts[nodeid] = event.judged()
+
+    def on_snapshot_kept(self, event: events.SnapshotKept, _: str | None, __: str) -> None:
+        self.kept.append(event.line)
 
     def show(self, line: str) -> None:
         """A whole line on the terminal, also mid-test (output capture is paused for it)."""
@@ -197,14 +203,9 @@ class Controller:
         self.state.collected = max(self.state.collected, collected)
         for env, count in deselected.items():
             self.state.deselected[env] = max(self.state.deselected.get(env, 0), count)
-        added = False
-        for row in output.get(WORKER_ROWS, []):
-            result = TaskResult.from_row(row)
-            if result.task.id not in self.state.results:
-                self.state.results[result.task.id] = result
-                added = True
-        if added:
-            self.write(partial=True, exitstatus=None)
+        name = getattr(getattr(node, "gateway", None), "id", None)
+        for data in output.get(WORKER_EVENTS, []):
+            self.dispatch(events.parse(data), name)
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """Start the watchdog and the policy servers (before xdist starts its workers)."""
@@ -229,14 +230,14 @@ class Controller:
             self.state.servers.stop()
         # Without xdist, a task interrupted by Ctrl-C never got a test report; its partial
         # result is still in this process's cache.
-        for task_id, result in self.state.cache.items():
-            self.state.results.setdefault(task_id, result)
+        for result in self.state.cache.values():
+            self.dispatch(events.TaskEnded.of(result), None)
         # A task whose process was killed before any report carried it (a worker ended by a
         # signal to the process group): what it finished is in its journal.
         selected = self.state.task_ids()
         for task_id, result in self.journaled().items():
             if task_id in selected:
-                self.state.results.setdefault(task_id, result)
+                self.dispatch(events.TaskEnded.of(result), None)
         for task_id, result in self.state.results.items():
             error = signals.as_sent(result.error)
             if error != result.error:

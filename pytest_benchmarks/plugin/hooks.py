@@ -16,11 +16,10 @@ from pytest_benchmarks.core.files import check_writable
 from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.engine.output_lock import OutputBusy, OutputLock
 from pytest_benchmarks.metrics.snapshots import DIRNAME
-from pytest_benchmarks.plugin import assertion, options, payload, signals, untimed
+from pytest_benchmarks.plugin import assertion, events, options, signals, untimed
 from pytest_benchmarks.plugin.controller import Controller
 from pytest_benchmarks.plugin.leftovers import Leftovers
 from pytest_benchmarks.plugin.nodeids import task_of_nodeid
-from pytest_benchmarks.plugin.progress import PROGRESS
 from pytest_benchmarks.plugin.session import (
     STATE,
     SessionState,
@@ -217,14 +216,14 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    payload.attach(report, item)  # carried to the controller (xdist serialises it)
+    events.attach_test_events(report, item)  # carried to the controller (xdist serialises it)
     return report
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_report_teststatus(report: pytest.TestReport) -> tuple[str, str, str] | None:
-    """Progress reports are no test outcome: no letter, no word, not counted."""
-    if getattr(report, "when", None) == PROGRESS:
+    """Reports that only carry events are no test outcome: no letter, no word, not counted."""
+    if getattr(report, "when", None) == events.EVENT:
         return ("", "", "")
     return None
 

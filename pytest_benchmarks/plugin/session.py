@@ -133,8 +133,9 @@ PENDING = pytest.StashKey[TaskResult]()
 GATE = pytest.StashKey[tuple[str, int, Comparison]]()
 #: Why --snapshot-update kept a task's snapshot, for its report.
 KEPT = pytest.StashKey[str]()
-#: The ``workeroutput`` key under which an xdist worker hands its task rows over at its end.
-WORKER_ROWS = "benchmark_rows"
+#: The ``workeroutput`` key under which an xdist worker hands over, at its end, the events no
+#: report carried (the rows of tasks interrupted mid-test).
+WORKER_EVENTS = "benchmark_events"
 #: The ``workeroutput`` key for a worker's counts of benchmark tests collected and deselected
 #: (the controller of an xdist run collects nothing itself).
 WORKER_COUNTS = "benchmark_counts"

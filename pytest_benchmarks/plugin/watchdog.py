@@ -22,11 +22,11 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import psutil
 
 from pytest_benchmarks.engine.deadline import GRACE_S
+from pytest_benchmarks.plugin.events import TaskStarted
 
 #: How often the running tasks are checked.
 POLL_S = 0.5
@@ -74,17 +74,17 @@ class Watchdog:
     def stop(self) -> None:
         self._stop.set()
 
-    def started(self, worker: str, event: dict[str, Any]) -> str | None:
-        """``worker`` started ``event['task']``; a line when its process cannot be ended from
+    def started(self, worker: str, event: TaskStarted) -> str | None:
+        """``worker`` started ``event.task``; a line when its process cannot be ended from
         outside (it is not this session's, or no longer the process that said so)."""
-        process = own_process(int(event.get("pid", -1)), float(event.get("created", -1.0)))
+        process = own_process(event.pid, event.created)
         with self._lock:
-            self._running[worker] = Running(event["task"], time.monotonic(), process)
+            self._running[worker] = Running(event.task, time.monotonic(), process)
         if process is not None:
             return None
         return (
-            f"watchdog: [{worker}] pid {event.get('pid')} is not a process this session started; "
-            f"{event['task']}'s --benchmark-timeout is held only inside it"
+            f"watchdog: [{worker}] pid {event.pid} is not a process this session started; "
+            f"{event.task}'s --benchmark-timeout is held only inside it"
         )
 
     def finished(self, worker: str) -> None:

@@ -5,6 +5,7 @@ still holds the deadline when the journal cannot be written."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -20,6 +21,7 @@ from held import ARGS, EPISODES, HOLD, finish, held, rows, start
 from helpers import tmpfs
 
 from pytest_benchmarks.metrics import journal
+from pytest_benchmarks.plugin.events import TaskStarted
 from pytest_benchmarks.plugin.watchdog import Watchdog, own_process
 
 
@@ -161,14 +163,13 @@ def test_the_watchdog_kills_a_late_task_once_and_only_its_process():
     child = subprocess.Popen(["sleep", "60"])
     try:
         dog = Watchdog(timeout=1)
-        event = {"task": "toy/walk", "pid": child.pid,
-                 "created": psutil.Process(child.pid).create_time()}  # fmt: skip
+        event = TaskStarted("toy/walk", child.pid, psutil.Process(child.pid).create_time())
         assert dog.started("gw0", event) is None
         dog.check(time.monotonic())  # not late yet
         assert child.poll() is None and dog.ended == set()
         dog.check(time.monotonic() + 60)
         assert child.wait(timeout=10) == -signal.SIGKILL and dog.ended == {"toy/walk"}
-        stranger = {**event, "created": event["created"] - 5}
+        stranger = dataclasses.replace(event, created=event.created - 5)
         line = dog.started("gw1", stranger)
         assert line == (f"watchdog: [gw1] pid {child.pid} is not a process this session "
                         "started; toy/walk's --benchmark-timeout is held only inside it")  # fmt: skip
