@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import signal
+import time
 from typing import Any
 
 import pytest
@@ -35,21 +37,29 @@ from pytest_benchmarks.serving.launch import PolicyServers
 EXIT_WAIT_S = 0.25
 
 
-def worker_exit(worker: Any) -> str:
-    """How an xdist worker process ended (``killed by SIGKILL``), as far as execnet tells.
+def worker_exit(pid: int | None) -> str:
+    """How an xdist worker process ended (``killed by SIGKILL``): its exit status read without
+    reaping it (``waitid`` with ``WNOWAIT``: execnet still reaps its own child), or "crashed"
+    where it cannot be (no pid known: the worker never started a task; not this process's
+    child; still running after ``EXIT_WAIT_S``).
 
-    execnet has no public exit status for a popen gateway; its process handle is read where it
-    is (``gateway._io.popen``), and any other gateway, or another execnet layout, says "crashed".
     A killed worker's status is there as its channel closes; one that lost its test to a signal
     still runs, waiting for the controller to end its gateway, so a longer wait only delays the
     stop (it held a Ctrl-C'd ``-n 2`` session 10 s).
     """
-    popen = getattr(getattr(getattr(worker, "gateway", None), "_io", None), "popen", None)
-    try:
-        code = popen.wait(timeout=EXIT_WAIT_S) if popen is not None else None
-    except Exception:
-        code = None
-    return "crashed" if code is None else describe_exit(code)
+    deadline = time.monotonic() + EXIT_WAIT_S
+    while pid is not None:
+        try:
+            info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)
+        except (ChildProcessError, OSError):
+            break
+        if info is not None:
+            killed = info.si_code in (os.CLD_KILLED, os.CLD_DUMPED)
+            return describe_exit(-info.si_status if killed else info.si_status)
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.01)
+    return "crashed"
 
 
 class Controller:
@@ -79,6 +89,8 @@ class Controller:
         )
         #: The session failed before any task finished (its document holds no task).
         self.failed_empty = False
+        #: Each xdist worker's pid, from the tasks it started: how it ended, if it crashes.
+        self.worker_pids: dict[str, int] = {}
         #: Ends the xdist workers whose task ran past --benchmark-timeout and did not stop.
         self.watchdog: Watchdog | None = None
 
@@ -95,6 +107,8 @@ class Controller:
         getattr(self, f"on_{event.kind}")(event, worker, nodeid)
 
     def on_task_started(self, event: events.TaskStarted, worker: str | None, _: str) -> None:
+        if worker is not None:
+            self.worker_pids[worker] = event.pid
         if self.watchdog is not None and worker is not None:
             line = self.watchdog.started(worker, event)
             if line is not None:
@@ -144,7 +158,8 @@ class Controller:
             return
         worker = getattr(report, "node", None)
         name = getattr(getattr(worker, "gateway", None), "id", "?")
-        error = f"WorkerCrashed: xdist worker {name} {worker_exit(worker)} running {crashitem}"
+        exited = worker_exit(self.worker_pids.get(name))
+        error = f"WorkerCrashed: xdist worker {name} {exited} running {crashitem}"
         if self.watchdog is not None and task_id in self.watchdog.ended:
             error = (
                 f"TaskTimeout: {task_id} timed out after {self.state.settings.timeout:g} s "
