@@ -92,6 +92,7 @@ def evaluate(
     policy_server: str = "auto",
     policy_server_wait: float = DEFAULT_SERVER_WAIT_MS,
     progress: float | None = None,
+    debug: bool = False,
 ) -> Evaluation:
     """Run ``episodes`` episodes of every selected task with ``policy``.
 
@@ -116,7 +117,8 @@ def evaluate(
     run is a batched one; ``auto`` is off in one process), which waits ``policy_server_wait``
     ms for requests to gather. ``progress``: seconds between progress lines on stderr
     (``metaworld/push-v3: 20/50 episodes, 18 successes, 31 s``; 0: after every episode);
-    None (the default): none.
+    None (the default): none. ``debug`` is ``--benchmark-debug``: one env in this process and a
+    per-step trace per task beside the metrics JSON (``traces/BENCHMARK/TASK.jsonl``).
     """
     # The keywords by name, as the registry names them (this function's locals at entry).
     given = {API_KEYWORDS[name]: value for name, value in locals().items() if name in API_KEYWORDS}

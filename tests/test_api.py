@@ -198,3 +198,15 @@ def test_progress_lines_go_to_stderr_as_the_plugins_do(capsys: pytest.CaptureFix
     assert all(line.endswith(" s") for line in lines), lines
     evaluate("toy", tasks=["walk"], episodes=3, batch_size=1, sync=True)
     assert capsys.readouterr().err == ""
+
+
+def test_debug_runs_one_env_and_writes_each_steps_trace(tmp_path: Path):
+    import toybench  # noqa: F401  (registers the toy benchmark in this process)
+
+    run = evaluate("toy", tasks=["walk"], episodes=2, debug=True, metrics=tmp_path / "m.json")
+    (result,) = run.results
+    assert result.batch_size == 1 and run.metrics["run"]["debug"] is True
+    lines = (tmp_path / "traces" / "toy" / "walk.jsonl").read_text().splitlines()
+    steps = [json.loads(line) for line in lines]
+    assert len(steps) == sum(e.steps for e in result.episodes)
+    assert {s["episode"] for s in steps} == {0, 1}

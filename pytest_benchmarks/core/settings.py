@@ -257,7 +257,7 @@ class Settings:
     debug: bool = setting(False, Option(
         "batch size 1, no worker processes, and a per-step trace (action, reward, success) in a "
         "JSON Lines file per task beside the metrics JSON",
-        values.flag,
+        values.flag, api="debug",
     ))
     #: --snapshot-update may replace a snapshot by one of fewer episodes or other settings.
     snapshot_replace: bool = setting(False, Option(
