@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 from checkpoints import train_tiny_policy
-from helpers import outcomes, read_metrics, run, run_in_subprocess
+from helpers import ROOT, outcomes, read_metrics, run, run_in_subprocess
 
 from pytest_benchmarks.api import evaluate
 from pytest_benchmarks.core import catalog
@@ -171,3 +171,15 @@ def test_memory_script_states_its_growth_as_a_figure():
         r"[+-]\d+\.\d KiB per episode\)",
         last,
     ), last
+
+
+def test_the_architecture_page_names_every_module():
+    """docs/architecture.md's module table names each module of the package as it is."""
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    modules = sorted((ROOT / "pytest_benchmarks").rglob("*.py"))
+    unnamed = [
+        str(path.relative_to(ROOT))
+        for path in modules
+        if path.stem != "__init__" and f"`{path.stem}`" not in page and path.name not in page
+    ]
+    assert unnamed == [], unnamed
