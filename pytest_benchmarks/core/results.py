@@ -101,6 +101,9 @@ class TaskResult:
     rerun: str | None = field(default=None, compare=False)
     #: The torch device a learned policy ran on (``cuda:1`` under xdist on several GPUs).
     device: str | None = field(default=None, compare=False)
+    #: Why a sequential run ended the task before its plan (``HELD after 5 episodes ...``):
+    #: its answer was clear, so it is complete, not partial.
+    stopped: str | None = None
 
     def __eq__(self, other: object) -> bool:
         """Equal compared fields, also across subclasses (the gate's result type is one)."""
@@ -130,7 +133,7 @@ class TaskResult:
 
     @property
     def partial(self) -> bool:
-        return self.n_episodes < self.planned
+        return self.n_episodes < self.planned and self.stopped is None
 
     def to_row(self) -> dict[str, Any]:
         """One row of the metrics JSON ``results`` list."""
@@ -156,6 +159,7 @@ class TaskResult:
             "policy": self.policy,
             "device": self.device,
             "error": self.error,
+            **({"stopped": self.stopped} if self.stopped is not None else {}),
             "episodes": [{**asdict(e), "sum": e.checksum()} for e in self.episodes],
         }
 
@@ -183,4 +187,5 @@ class TaskResult:
             error=row["error"],
             policy=row["policy"],
             device=row.get("device"),
+            stopped=row.get("stopped"),
         )

@@ -260,6 +260,13 @@ class Settings:
         values.flag, api="debug",
     ))
     #: --snapshot-update may replace a snapshot by one of fewer episodes or other settings.
+    #: Stop each task as soon as its gate is decided (``metrics.sequential``).
+    sequential: bool = setting(False, Option(
+        "stop each task as soon as the gate is decided against its snapshot, episode pair by "
+        "pair, with anytime-valid tests (REGRESSED, or HELD: no drop as large as 30 points); "
+        "--benchmark-episodes is then the most a task runs (docs/statistics.md)",
+        values.flag, resume=True,
+    ))
     snapshot_replace: bool = setting(False, Option(
         "with --snapshot-update: replace snapshots even by a run of fewer episodes or other "
         "settings (seed, step limit, observations); without it they are kept",

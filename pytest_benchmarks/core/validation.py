@@ -71,6 +71,17 @@ def build(*, root: Path, **given: Any) -> Settings:
             "--benchmark-policy-server=on: only lerobot: policies are served "
             f"(--benchmark-policy is {result.policy}); use auto or off, or a lerobot: policy"
         )
+    if result.sequential and result.gate != "stat":
+        raise OptionError(
+            f"--benchmark-sequential: stops a task when the stat gate is decided; "
+            f"--benchmark-gate is {result.gate}; use --benchmark-gate=stat or drop the flag"
+        )
+    if result.sequential and result.batch_size > result.planned:
+        raise OptionError(
+            f"--benchmark-sequential: the most a task runs ({result.planned} episodes) is less "
+            f"than one block of --benchmark-batch-size={result.batch_size}; give more episodes "
+            "or a smaller batch"
+        )
     if result.rename_map and not result.policy.is_lerobot:
         raise OptionError(
             "--benchmark-rename-map: renames a lerobot: policy's inputs (its pre-processor); "

@@ -39,6 +39,7 @@ def evaluate_task(
     recorder: EpisodeRecorder | None = None,
     check_policy: Callable[[dict[str, str | None]], None] | None = None,
     notify: Callable[[str], None] | None = None,
+    stop: Callable[[TaskResult], str | None] | None = None,
 ) -> TaskResult:
     """Run the given episode indices of the vector env's task with ``policy`` (or the policy a
     function builds), building and episodes both within ``timeout`` seconds.
@@ -52,7 +53,9 @@ def evaluate_task(
     ``input_features`` gets black images from cameras none of them reads (nothing rendered),
     unless the episodes are recorded. ``check_policy`` may refuse the built policy's identity
     (raising) before any episode runs. ``notify`` gets the line that says a task past its
-    limit cannot be stopped from inside (``deadline.time_limit``).
+    limit cannot be stopped from inside (``deadline.time_limit``). ``stop`` sees the result
+    after episodes end and returns why the task's answer is clear (a sequential gate's
+    decision), or None: from then on no episode starts, and the result's ``stopped`` says why.
     """
     task = vector_env.config.task
     plan = plan_episodes(vector_env.benchmark, task, seed, episodes)
@@ -62,6 +65,11 @@ def evaluate_task(
         result.episodes.append(episode)
         if progress is not None:
             progress(result)
+
+    def decided() -> bool:
+        if stop is not None and result.stopped is None:
+            result.stopped = stop(result)
+        return result.stopped is not None
 
     started = time.perf_counter()
     try:
@@ -75,7 +83,8 @@ def evaluate_task(
             if recorder is None:  # a dataset keeps every camera
                 vector_env.skip_unread_cameras(acting)
             started = time.perf_counter()  # eval_s times the episodes, not the policy's load
-            run_episodes(vector_env.get(), acting, processors, plan, on_episode, trace, recorder)
+            run_episodes(vector_env.get(), acting, processors, plan, on_episode, trace, recorder,
+                         stop=decided if stop is not None else None)  # fmt: skip
     except BaseException as exc:
         # A worker that died shows up as a broken pipe; name the process and its signal instead.
         dead = vector_env.dead_workers() if isinstance(exc, (EOFError, ConnectionError)) else None

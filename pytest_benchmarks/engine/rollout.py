@@ -84,8 +84,11 @@ def run_episodes(
     on_episode: Callable[[EpisodeRecord], None],
     trace: StepTrace | None = None,
     recorder: EpisodeRecorder | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> None:
-    """Run every planned episode; ``on_episode`` receives each record as it ends.
+    """Run every planned episode; ``on_episode`` receives each record as it ends. Once
+    ``stop`` (asked after episodes end) says so, no more episodes start: the running ones
+    finish.
 
     Records arrive in completion order; a raised error leaves the finished ones delivered.
     ``trace``, when given, sees every step of every running episode; ``recorder`` records
@@ -150,6 +153,8 @@ def run_episodes(
             on_episode(record)  # in the results and the journal before a write that may fail
             if recorder is not None:
                 recorder.end(slot, record)
+        if pending and stop is not None and stop():
+            pending.clear()  # decided: the slots are parked as their episodes end
         if any(slots.active) or pending:
             obs = start(ended)
             fresh = True

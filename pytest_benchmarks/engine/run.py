@@ -129,9 +129,11 @@ class RunEngine:
         writer: Writer,
         progress: Callable[[TaskResult], None] | None = None,
         notify: Callable[[str], None] | None = None,
+        stop: Callable[[TaskResult], str | None] | None = None,
     ) -> TaskResult:
         """Run the episodes ``env``'s task still lacks, within ``--benchmark-timeout``, and
-        return the task's whole row (the kept episodes first). ``writer`` gets that row however
+        return the task's whole row (the kept episodes first); ``stop`` (a sequential gate's
+        rule) may end it once its answer is clear. ``writer`` gets that row however
         the task ends; an error propagates after it (see ``evaluation.evaluate_task``).
         ``notify`` gets, the moment it happens, a line the user must see (the journal could
         not be written, the task cannot be stopped from inside)."""
@@ -171,6 +173,7 @@ class RunEngine:
                 recorder=recorder_for(settings, env.benchmark, task, processors),
                 check_policy=None if kept is None else partial(same_policy, kept),
                 notify=notify,
+                stop=stop,
             )
         finally:
             if trace is not None:

@@ -27,6 +27,7 @@ from pytest_benchmarks.core import comparability
 from pytest_benchmarks.core.policy import BACKBONE
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult, rate_text
 from pytest_benchmarks.core.settings import GATE_MODES
+from pytest_benchmarks.metrics.sequential import REGRESSED, decide, paired_diffs
 from pytest_benchmarks.metrics.stats import (
     episode_key,
     episodes_needed,
@@ -111,6 +112,9 @@ class Comparison:
     notes: tuple[str, ...] = ()
     #: How the threshold was reached: "" (one task compared) or Holm's step, "Holm 2/5".
     procedure: str = ""
+    #: A sequential gate's decision (``sequential.Decision.line``): how many episodes it read
+    #: and why it stopped.
+    decision: str = ""
 
     @property
     def verdict(self) -> str:
@@ -129,6 +133,8 @@ class Comparison:
             f"{rate_text(self.new_successes, self.new_n)}"
         )
         tail = "".join(f"; {note}" for note in self.notes)
+        if self.test == "sequential":
+            return f"{head}, sequential: {self.decision} → {self.verdict}{tail}"
         if self.test == "exact":
             body = f"{self.lost} episodes lost, {self.gained} gained → {self.verdict}"
             return f"{head}, {body}{tail}"
@@ -342,6 +348,43 @@ def fails(comparison: Comparison, power: str) -> bool:
     return comparison.regression or (power == "fail" and comparison.verdict == "cannot fail")
 
 
+def compare_sequential(
+    task: str,
+    baseline: Sequence[EpisodeRecord],
+    new: Sequence[EpisodeRecord],
+    order: Sequence[int],
+    alpha: float,
+    family_size: int,
+    can_fail: bool,
+    notes: Sequence[str] = (),
+) -> Comparison:
+    """Judge a ``--benchmark-sequential`` run: the decision its stopping rule reached on the
+    paired episodes (``sequential.decide``), read again from the episodes. REGRESSED is the
+    only regression (the fixed test is not applied afterwards: a second look the level does
+    not pay for); ``p_value`` is ``1 / e``, the e-value's calibration."""
+    diffs = paired_diffs(baseline, new, order)
+    threshold = max(1, family_size) / alpha
+    decision = decide(diffs, threshold, len(order), can_fail=can_fail)
+    regression = decision.state == REGRESSED
+    return Comparison(
+        task=task,
+        base_successes=sum(e.success for e in baseline),
+        base_n=len(baseline),
+        new_successes=sum(e.success for e in new),
+        new_n=len(new),
+        test="sequential",
+        p_value=min(1.0, 1.0 / decision.regression_e) if decision.regression_e > 0 else 1.0,
+        threshold=1.0 / threshold,
+        regression=regression,
+        improvement=False,
+        lost=decision.lost,
+        gained=decision.gained,
+        can_fail=can_fail,
+        notes=tuple(notes),
+        decision=decision.line(),
+    )
+
+
 def summary(verdicts: Sequence[Comparison]) -> str:
     """``1 regressed, 0 improved, 2 could not fail: need >= 14 episodes``: the counts the
     plugin's summary and ``compare`` both print."""
@@ -362,15 +405,26 @@ def closing_line(
     power: str,
     unjudged: int = 0,
     families: int = 1,
+    planned: int = 0,
 ) -> str:
     """``3 tasks compared (stat, alpha 0.05, Holm over 2 that can fail): 1 regressed, ...
     → REGRESSION``: the line the pytest gate's summary and ``compare`` both end with.
-    ``unjudged``: tasks that could not be compared (errored, no episodes)."""
+    ``unjudged``: tasks that could not be compared (errored, no episodes); ``planned``: each
+    task's plan, for a sequential run's episodes used."""
     level = ""
-    if mode == "stat":
-        within = f" within each of {families} tests" if families > 1 else ""
-        level = f", alpha {alpha:g}, Holm over {sum(v.can_fail for v in verdicts)} that can fail"
-        level += within
+    able = sum(v.can_fail for v in verdicts)
+    sequential = [v for v in verdicts if v.test == "sequential"]
+    if mode == "stat" and sequential:
+        level = f", alpha {alpha:g}, sequential e-values, Bonferroni over {able} that can fail"
+    elif mode == "stat":
+        level = f", alpha {alpha:g}, Holm over {able} that can fail"
+    if mode == "stat" and families > 1:
+        level += f" within each of {families} tests"
+    if sequential and planned:
+        used = sum(v.new_n for v in sequential)
+        states = [v.decision.split(" after ")[0] for v in sequential]
+        why = ", ".join(f"{states.count(s)} {s}" for s in sorted(set(states)))
+        level += f"; {used} of {planned * len(sequential)} planned episodes used: {why}"
     if any(v.regression for v in verdicts):
         outcome = "REGRESSION"
     elif unjudged:

@@ -31,12 +31,15 @@ the level does not pay for).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import betainc, betaln
+
+from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
+from pytest_benchmarks.metrics.stats import episode_key
 
 #: The chance of calling HELD a task that dropped by the minimum detectable drop or more.
 DEFAULT_BETA = 0.2
@@ -149,3 +152,38 @@ def decide(
             return Decision(HELD, i, lost, gained, e_drop, e_hold)
     state = UNDECIDED if len(diffs) >= planned else ""
     return Decision(state, len(diffs), lost, gained, e_drop, e_hold)
+
+
+def paired_diffs(
+    baseline: Iterable[EpisodeRecord], new: Iterable[EpisodeRecord], order: Sequence[int]
+) -> list[int]:
+    """``baseline - new`` for the episodes of ``order`` (the plan's indices, in order) up to the
+    first that has not finished or does not pair with the baseline's (same index, seed and
+    initial state): the prefix a decision may read, whatever order episodes finished in."""
+    base = {e.index: e for e in baseline}
+    ran = {e.index: e for e in new}
+    diffs = []
+    for index in order:
+        b, n = base.get(index), ran.get(index)
+        if b is None or n is None or episode_key(b) != episode_key(n):
+            break
+        diffs.append(int(b.success) - int(n.success))
+    return diffs
+
+
+@dataclass(frozen=True)
+class SequentialStop:
+    """A task's stopping rule in a run: asked after episodes end, it says why the task is
+    decided (``Decision.line``), or None while it is not."""
+
+    baseline: tuple[EpisodeRecord, ...]
+    #: The plan's episode indices in order, and the episodes a resumed file kept.
+    order: tuple[int, ...]
+    threshold: float
+    can_fail: bool
+    kept: tuple[EpisodeRecord, ...] = ()
+
+    def __call__(self, result: TaskResult) -> str | None:
+        diffs = paired_diffs(self.baseline, [*self.kept, *result.episodes], self.order)
+        decision = decide(diffs, self.threshold, len(self.order), can_fail=self.can_fail)
+        return decision.line() if decision.state in (REGRESSED, HELD) else None

@@ -21,9 +21,11 @@ from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.plan import plan_episodes
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.tasks import TaskRef
+from pytest_benchmarks.metrics import sequential
 from pytest_benchmarks.metrics.gate import fails, tarone
+from pytest_benchmarks.metrics.sequential import SequentialStop, max_regression_e
 from pytest_benchmarks.metrics.snapshots import SnapshotFormatError, read
-from pytest_benchmarks.metrics.stats import reachable_p
+from pytest_benchmarks.metrics.stats import episode_key, reachable_p
 from pytest_benchmarks.plugin.session import GATE, KEPT, get_state
 from pytest_benchmarks.plugin.snapshot_extension import (
     BenchmarkSnapshotExtension,
@@ -44,6 +46,7 @@ def family(item: pytest.Item) -> tuple[str, frozenset[str], int, int]:
 
     Decided from the snapshots and the planned episodes only, never from outcomes, and once per
     test function from the collected items, so every xdist worker reaches the same answer.
+    With --benchmark-sequential, by Tarone's rule for e-values (``sequential.family``).
     """
     state = get_state(item.config)
     name = getattr(item, "originalname", None)
@@ -66,11 +69,40 @@ def family(item: pytest.Item) -> tuple[str, frozenset[str], int, int]:
                 (s.index, s.seed, s.init_state)
                 for s in plan_episodes(benchmark, task, settings.seed, settings.indices)
             ]
-            reach[task.id] = reachable_p(stored.episodes, keys)
-        chosen, k = tarone(reach, settings.alpha)
+            if settings.sequential:  # the e-value with every paired baseline success lost
+                wins = {episode_key(e) for e in stored.episodes if e.success}
+                reach[task.id] = max_regression_e(len(wins & set(keys)))
+            else:
+                reach[task.id] = reachable_p(stored.episodes, keys)
+        if settings.sequential:
+            chosen, k = sequential.family(reach, settings.alpha)
+        else:
+            chosen, k = tarone(reach, settings.alpha)
         state.gate_families[key] = (frozenset(chosen), k, len(reach))
     members, k, compared = state.gate_families[key]
     return key, members, k, compared
+
+
+def stopping_rule(item: pytest.Item, task: TaskRef) -> SequentialStop | None:
+    """--benchmark-sequential: the task's stopping rule against the snapshot of the test that
+    runs it (its family's level); None without a readable snapshot (the test then fails with
+    its own line) or without the option."""
+    state = get_state(item.config)
+    if not state.settings.sequential:
+        return None
+    try:
+        stored = read(Path(_location(item)).read_text())
+    except (OSError, UnicodeDecodeError, SnapshotFormatError):
+        return None
+    _, members, k, _ = family(item)
+    kept = state.resumed.get(task.id)
+    return SequentialStop(
+        baseline=tuple(stored.episodes),
+        order=tuple(state.settings.indices),
+        threshold=max(1, len(members) if task.id in members else k) / state.settings.alpha,
+        can_fail=task.id in members,
+        kept=tuple(kept.episodes) if kept is not None else (),
+    )
 
 
 #: Why the gate failed a test's task, in one line, for ``verdict`` (item stash).
@@ -114,6 +146,7 @@ def check_against_snapshot(result: TaskResult, assertion: SnapshotAssertion) -> 
         family=members,
         k=k,
         compared=compared,
+        order=tuple(settings.indices) if settings.sequential else (),
     )
     passed = assertion == result
     execution = assertion.executions[max(assertion.executions)]

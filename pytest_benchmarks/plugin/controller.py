@@ -390,6 +390,7 @@ class Controller:
             write("  improvements pass; run with --snapshot-update to make them the new baseline")
         families = len({family for family, _, _ in self.verdicts.values()})
         closing = gate.closing_line(
-            self.judged, settings.alpha, settings.gate, settings.gate_power, families=families
-        )
+            self.judged, settings.alpha, settings.gate, settings.gate_power, families=families,
+            planned=settings.planned,
+        )  # fmt: skip
         write(f"snapshot gate: {closing}")

@@ -18,7 +18,7 @@ from pytest_benchmarks.core.processors import EnvProcessors
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.engine.vector import LazyVectorEnv
-from pytest_benchmarks.plugin.assertion import GatedResult
+from pytest_benchmarks.plugin.assertion import GatedResult, stopping_rule
 from pytest_benchmarks.plugin.progress import ProgressReporter
 from pytest_benchmarks.plugin.rerun import rerun_command
 from pytest_benchmarks.plugin.session import PENDING, get_state
@@ -142,6 +142,7 @@ def evaluate(
                 record,
                 progress=reporter,
                 notify=reporter.notice,
+                stop=stopping_rule(request.node, benchmark_task),
             )
         except PolicyError as exc:
             unbuilt = str(exc)

@@ -89,6 +89,11 @@ def load(config: pytest.Config, check_metrics: bool) -> tuple[Settings, Selectio
     sources: set[str] = set()
     try:
         options = validate(read(config, sources), config.rootpath)
+        if options.sequential and config.getoption("update_snapshots", False):
+            raise OptionError(
+                "--benchmark-sequential: judges a run against its snapshots, and stops each task "
+                "when decided; --snapshot-update stores snapshots from whole runs: drop one"
+            )
         if check_metrics:
             check_metrics_path(options.metrics)
             check_record_path(options.record, options.resume)

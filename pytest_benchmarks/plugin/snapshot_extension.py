@@ -53,6 +53,8 @@ class GateContext:
     k: int = 1
     #: Tasks of the test function with a snapshot: the level a blind task's advice assumes.
     compared: int = 1
+    #: --benchmark-sequential: the plan's episode indices in order (empty: the fixed gate).
+    order: tuple[int, ...] = ()
 
 
 def benchmark_param(item: pytest.Item) -> Any:
@@ -141,10 +143,17 @@ class BenchmarkSnapshotExtension(SingleFileSnapshotExtension):
             raise SnapshotFormatError(f"holds task {stored.id!r}, not {new.id!r}")
         changes = gate.check_comparable(stored.settings, ctx.settings, NAMES, REMEDY, ABSENT)
         size = len(ctx.family) if new.id in ctx.family else ctx.k
+        notes = gate.notes(stored.policy, ctx.policy, changes)
+        if ctx.order:
+            self.comparison = gate.compare_sequential(
+                new.id, stored.episodes, new.episodes, ctx.order, ctx.alpha, size,
+                can_fail=new.id in ctx.family, notes=notes,
+            )  # fmt: skip
+            return not self.comparison.regression
         self.comparison = gate.compare(
             new.id, stored.episodes, new.episodes, ctx.alpha, size, ctx.mode,
             can_fail=new.id in ctx.family if ctx.mode == "stat" else None,
-            notes=gate.notes(stored.policy, ctx.policy, changes), session_tasks=ctx.compared,
+            notes=notes, session_tasks=ctx.compared,
         )  # fmt: skip
         return not self.comparison.regression
 

@@ -56,6 +56,7 @@ OTHER: dict[str, Any] = {
     "sync": True,
     "debug": True,
     "snapshot_replace": True,
+    "sequential": True,
     "resume": True,
     "batched_inference": True,
     "policy_server": "off",

@@ -463,3 +463,45 @@ def test_update_into_a_read_only_folder_is_refused_before_any_episode(
     ) in result.stdout.str() + result.stderr.str()
     metrics = gated.path / "benchmark-results" / "metrics.json"
     assert not metrics.exists() or json.loads(metrics.read_text())["results"] == []
+
+
+def test_a_sequential_run_stops_each_task_when_its_gate_is_decided(
+    gated: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+):
+    """--benchmark-sequential: an unchanged run is HELD after 5 of its 20 episodes per task (no
+    30-point drop: 0.7 ** 5 < 0.2), complete, not partial; a walker that loses the stroll's
+    longer episodes is REGRESSED well before its plan ends, and its test fails saying so."""
+    plan = ["--benchmark-episodes=20", "--benchmark-batch-size=1", "--benchmark-sync"]
+    run(gated, "--snapshot-update", *plan).assert_outcomes(passed=2)
+    held = run(gated, *plan, "--benchmark-sequential", "--benchmark-metrics=held.json")
+    held.assert_outcomes(passed=2)
+    rows = {r["id"]: r for r in json.loads((gated.path / "held.json").read_text())["results"]}
+    for row in rows.values():
+        assert row["n_episodes"] == 5 and row["stopped"].startswith("HELD after 5 episodes")
+    document = json.loads((gated.path / "held.json").read_text())
+    assert document["run"]["partial"] is False and document["run"]["sequential"] is True
+    held.stdout.fnmatch_lines(
+        [
+            "snapshot gate: 2 tasks compared (stat, *; 10 of 40 planned episodes used: 2 HELD): 0 regressed*"
+        ]
+    )
+    monkeypatch.setenv("TOY_STRIDE", "0.7")
+    dropped = run(gated, *plan, "--benchmark-sequential", "--benchmark-metrics=drop.json")
+    dropped.assert_outcomes(passed=1, failed=1)
+    rows = {r["id"]: r for r in json.loads((gated.path / "drop.json").read_text())["results"]}
+    stroll = rows["toy/stroll"]
+    assert stroll["stopped"].startswith("REGRESSED after") and stroll["n_episodes"] < 20
+    dropped.stdout.fnmatch_lines(
+        ["*toy/stroll: 20/20 * → */*, sequential: REGRESSED after * episodes (* lost, 0 gained;"
+         " drop e * by its drop e-value → regression (if intended, *"]
+    )  # fmt: skip
+    # What it needs, in one line each: snapshots to judge against, the stat gate, one block.
+    for args, needs in [
+        (["--snapshot-update"], "--snapshot-update stores snapshots from whole runs: drop one"),
+        (["--benchmark-gate=exact"], "--benchmark-gate is exact; use --benchmark-gate=stat"),
+        (["--benchmark-episodes=2", "--benchmark-batch-size=4"],
+         "the most a task runs (2 episodes) is less than one block"),
+    ]:  # fmt: skip
+        refused = run(gated, "--benchmark-sequential", *args)
+        assert refused.ret == pytest.ExitCode.USAGE_ERROR
+        refused.stderr.fnmatch_lines([f"ERROR: --benchmark-sequential: *{needs}*"])
