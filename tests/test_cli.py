@@ -416,3 +416,30 @@ def test_the_gate_options_are_the_registrys(capsys: pytest.CaptureFixture[str]):
         assert capsys.readouterr().err == (
             f"pytest-benchmarks: error: {flag}: {value!r} is not one of {valid}\n"
         )
+
+
+def test_compare_says_when_the_runs_ran_in_another_environment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """The run block's fingerprint: a simulator or library version that differs between two
+    runs is a note before the verdicts, not a refusal."""
+    from pytest_benchmarks.core import catalog, validation
+    from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
+    from pytest_benchmarks.metrics import run_info
+    from pytest_benchmarks.metrics.document import build_metrics, write_metrics
+
+    settings = validation.build(root=tmp_path, env="metaworld", task="reach-v3", episodes=4)
+    (task,) = catalog.get("metaworld").select(["reach-v3"])
+    episodes = [EpisodeRecord(i, 1000 + i, i, True, 9, 1.0, 1.0, 0.1) for i in range(4)]
+    paths = []
+    for name, mujoco in [("old", "2.0.0"), ("new", None)]:
+        block = run_info.run_block(run_info.static_info([], tmp_path), settings, 0, 0.0, False, 0)
+        if mujoco is not None:
+            block["fingerprint"]["packages"]["mujoco"] = mujoco
+        paths.append(tmp_path / f"{name}.json")
+        result = TaskResult(task, episodes, eval_s=0.1, planned=4)
+        write_metrics(paths[-1], build_metrics([result], block, "scripted"))
+    now = run_info.fingerprint(("mujoco", "metaworld"), False)["packages"]["mujoco"]
+    assert main(["compare", *map(str, paths)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert f"note: the runs ran in another environment (mujoco 2.0.0 → {now})" in lines, lines

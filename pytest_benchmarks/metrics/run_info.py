@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import socket
 import subprocess
 import sys
 import time
 from datetime import UTC, datetime
+from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,44 @@ from pytest_benchmarks.core.settings import Settings
 
 #: The harness's own packages; each benchmark adds its simulator's (``Benchmark.packages``).
 PACKAGES = ("pytest-benchmarks", "pytest", "pytest-xdist", "gymnasium", "numpy", "torch")
+#: What a policy's outcome may hang on beside its simulator's packages (the fingerprint's).
+LEARNING = ("gymnasium", "numpy", "torch", "lerobot")
+#: Set in the project's images (docker/): the image a run ran in.
+IMAGE_VARIABLE = "PYTEST_BENCHMARKS_IMAGE"
+
+
+def fingerprint(simulators: tuple[str, ...], renders: bool) -> dict[str, Any]:
+    """The environment an outcome may hang on beside its settings: the simulator's packages
+    and the learning libraries (versions, None where absent), the renderer (MuJoCo's GL backend,
+    where images are rendered), the GPU (where torch sees one), the container image. A MuJoCo
+    that changes under a snapshot is said beside the verdict (``gate.environment_changes``)."""
+    found: dict[str, Any] = {"packages": dict(_versions((*simulators, *LEARNING)))}
+    if renders:
+        found["renderer"] = os.environ.get("MUJOCO_GL", "default")
+    found["gpu"] = _gpu()
+    image = os.environ.get(IMAGE_VARIABLE) or ("docker" if Path("/.dockerenv").exists() else None)
+    found["container"] = image
+    return found
+
+
+@lru_cache(maxsize=64)
+def _versions(names: tuple[str, ...]) -> tuple[tuple[str, str | None], ...]:
+    """Installed versions (None where absent), looked up once per process."""
+    found: list[tuple[str, str | None]] = []
+    for name in dict.fromkeys(names):
+        try:
+            found.append((name, metadata.version(name)))
+        except metadata.PackageNotFoundError:
+            found.append((name, None))
+    return tuple(found)
+
+
+def _gpu() -> str | None:
+    """``NVIDIA H100 80GB HBM3 (CUDA 12.8)`` where a torch already imported sees a GPU."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available():
+        return None
+    return f"{torch.cuda.get_device_name(0)} (CUDA {torch.version.cuda})"
 
 
 def package_versions() -> dict[str, str | None]:
@@ -86,4 +126,16 @@ def run_block(
         "duration_s": now - started_at,
         "partial": partial,
         "exitstatus": exitstatus,
+        "fingerprint": fingerprint(_simulators(settings), settings.obs not in (None, "state")),
     }
+
+
+def _simulators(settings: Settings) -> tuple[str, ...]:
+    """The packages of the run's benchmarks (every loadable one where it names none)."""
+    names: list[str] = []
+    for benchmark in settings.envs or catalog.names():
+        try:
+            names.extend(catalog.get(benchmark).packages)
+        except (catalog.BenchmarkLoadError, KeyError, ValueError):
+            continue
+    return tuple(dict.fromkeys(names))

@@ -183,6 +183,11 @@ def compare_runs(
         except gate.Incomparable as exc:
             raise Unjudgeable(str(exc)) from None
         noted = [f"note: the runs differ in {change}" for change in changes]
+        moved = gate.environment_changes(
+            old["run"].get("fingerprint") or {}, new["run"].get("fingerprint") or {}
+        )
+        if moved:
+            noted.append(f"note: the runs ran in another environment ({', '.join(moved)})")
     name = task_name(old, new)
     before = {name(r): r for r in load_results(old)}
     after = {name(r): r for r in load_results(new)}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_benchmarks.core import comparability
@@ -46,11 +46,15 @@ class Snapshot:
     policy: dict[str, Any]
     #: The settings the episodes ran with; empty in snapshots written before they were stored.
     settings: dict[str, Any]
+    #: The environment they ran in (``run_info.fingerprint``); empty where it was not stored.
+    fingerprint: dict[str, Any] = field(default_factory=dict)
 
 
-def document(result: TaskResult, settings: dict[str, Any]) -> dict[str, Any]:
-    """What a snapshot keeps: the counts, the policy, the settings the outcome depends on, and
-    each episode's outcome, never timings."""
+def document(
+    result: TaskResult, settings: dict[str, Any], fingerprint: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """What a snapshot keeps: the counts, the policy, the settings the outcome depends on, the
+    environment it ran in, and each episode's outcome, never timings."""
     return {
         "id": result.task.id,
         "env": result.task.env,
@@ -61,6 +65,7 @@ def document(result: TaskResult, settings: dict[str, Any]) -> dict[str, Any]:
         "pc_success": result.pc_success,
         "policy": result.policy,
         "settings": settings,
+        **({"fingerprint": fingerprint} if fingerprint else {}),
         "episodes": [
             {
                 "index": e.index,
@@ -151,7 +156,8 @@ def read(text: str) -> Snapshot:
         settings = {**settings, "render": "faithful"}
     # Snapshots record batched inference only where a run used it.
     settings = {BATCHED: False, **settings}
-    return Snapshot(doc["id"], episodes, doc.get("policy") or {}, settings)
+    fingerprint = doc.get("fingerprint") or {}
+    return Snapshot(doc["id"], episodes, doc.get("policy") or {}, settings, fingerprint)
 
 
 #: How the gate refuses a snapshot of another experiment (``gate.check_comparable``).

@@ -21,7 +21,7 @@ from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.plan import plan_episodes
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.tasks import TaskRef
-from pytest_benchmarks.metrics import sequential
+from pytest_benchmarks.metrics import run_info, sequential
 from pytest_benchmarks.metrics.gate import fails, tarone
 from pytest_benchmarks.metrics.sequential import SequentialStop, max_regression_e
 from pytest_benchmarks.metrics.snapshots import SnapshotFormatError, read
@@ -147,6 +147,10 @@ def check_against_snapshot(result: TaskResult, assertion: SnapshotAssertion) -> 
         k=k,
         compared=compared,
         order=tuple(settings.indices) if settings.sequential else (),
+        fingerprint=run_info.fingerprint(
+            tuple(catalog.get(result.task.env).packages),
+            settings.env_config(result.task).obs != "state",
+        ),
     )
     passed = assertion == result
     execution = assertion.executions[max(assertion.executions)]

@@ -386,6 +386,8 @@ class Controller:
             return
         for line in gate.verdict_lines(self.judged, every=False, late=self.late):
             write(line)
+        for line in gate.environment_lines(self.judged):
+            write(line)
         if any(c.verdict == "improvement" for c in self.judged):
             write("  improvements pass; run with --snapshot-update to make them the new baseline")
         families = len({family for family, _, _ in self.verdicts.values()})

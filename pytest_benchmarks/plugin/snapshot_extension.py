@@ -55,6 +55,8 @@ class GateContext:
     compared: int = 1
     #: --benchmark-sequential: the plan's episode indices in order (empty: the fixed gate).
     order: tuple[int, ...] = ()
+    #: The environment this run's task ran in (``run_info.fingerprint``), stored and compared.
+    fingerprint: dict[str, Any] = field(default_factory=dict)
 
 
 def benchmark_param(item: pytest.Item) -> Any:
@@ -90,7 +92,7 @@ class BenchmarkSnapshotExtension(SingleFileSnapshotExtension):
     def serialize(self, data: Any, **_: Any) -> str:
         if not isinstance(data, TaskResult):
             raise TypeError(f"task snapshots store a TaskResult, not {type(data).__name__}")
-        return dumps(document(data, self.context.settings))
+        return dumps(document(data, self.context.settings, self.context.fingerprint))
 
     @classmethod
     def dirname(cls, *, test_location: PyTestLocation) -> str:
@@ -143,7 +145,8 @@ class BenchmarkSnapshotExtension(SingleFileSnapshotExtension):
             raise SnapshotFormatError(f"holds task {stored.id!r}, not {new.id!r}")
         changes = gate.check_comparable(stored.settings, ctx.settings, NAMES, REMEDY, ABSENT)
         size = len(ctx.family) if new.id in ctx.family else ctx.k
-        notes = gate.notes(stored.policy, ctx.policy, changes)
+        environment = gate.environment_changes(stored.fingerprint, ctx.fingerprint)
+        notes = gate.notes(stored.policy, ctx.policy, changes, environment)
         if ctx.order:
             self.comparison = gate.compare_sequential(
                 new.id, stored.episodes, new.episodes, ctx.order, ctx.alpha, size,

@@ -505,3 +505,29 @@ def test_a_sequential_run_stops_each_task_when_its_gate_is_decided(
         refused = run(gated, "--benchmark-sequential", *args)
         assert refused.ret == pytest.ExitCode.USAGE_ERROR
         refused.stderr.fnmatch_lines([f"ERROR: --benchmark-sequential: *{needs}*"])
+
+
+def test_a_simulator_that_changed_under_a_snapshot_is_said_beside_the_verdict(
+    gated: pytest.Pytester,
+):
+    """A snapshot keeps the environment it ran in (packages, GPU, container; the renderer
+    where images are rendered); the run block keeps the run's. A version that differs is said,
+    not refused: a change that moves initial states is a refusal of its own."""
+    run(gated, "--snapshot-update").assert_outcomes(passed=2)
+    path = gated.path / SNAPS / "walk.json"
+    stored = json.loads(path.read_text())
+    packages = stored["fingerprint"]["packages"]
+    assert (
+        set(packages) >= {"numpy", "gymnasium", "torch"} and "renderer" not in stored["fingerprint"]
+    )
+    numpy = packages["numpy"]
+    assert numpy is not None
+    packages["numpy"] = "0.9"
+    path.write_text(json.dumps(stored))
+    result = run(gated, "--benchmark-gate=exact", "--benchmark-metrics=m.json")
+    result.assert_outcomes(passed=2)
+    metrics = json.loads((gated.path / "m.json").read_text())
+    assert metrics["run"]["fingerprint"]["packages"]["numpy"] == numpy
+    result.stdout.fnmatch_lines(
+        [f"  environment: 1 task's snapshots ran in another environment (numpy 0.9 → {numpy})"]
+    )

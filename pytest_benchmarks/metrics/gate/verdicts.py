@@ -1,21 +1,5 @@
-"""The regression gate's decision, as pure functions: the one place a verdict is reached.
-
-The pytest gate (``assert evaluate() == snapshot``) and ``pytest-benchmarks compare`` both call
-it and print its lines:
-
-- **refusals** first: runs that differ in a setting the registry marks "refuse" are different
-  experiments and are not compared (``check_comparable``); "note" settings and another policy
-  are said beside the verdict (``notes``);
-- **the per-task test** (``compare``): McNemar on paired episodes, Fisher otherwise, or exact;
-- **the family**: Tarone's rule (``tarone``) leaves out the tasks whose test cannot reach its
-  level whatever happens, decided from the baseline and the planned episodes only; Holm's
-  step-down (``holm``) judges the others together at ``alpha``;
-- **the power report**: a task that cannot fail says so with the episodes it would need, and
-  fails the gate with ``--benchmark-gate-power=fail`` (``fails``);
-- **the lines**: each verdict marked by its outcome and the closing count (``report_lines``).
-
-The exact tests themselves are ``metrics.stats``; which settings must agree, ``core.comparability``.
-"""
+"""The gate's verdicts: the per-task test (McNemar, Fisher, exact, or the sequential gate's
+decision), Tarone's family and Holm's steps over it, and when a verdict fails the gate."""
 
 from __future__ import annotations
 
@@ -23,8 +7,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pytest_benchmarks.core import comparability
-from pytest_benchmarks.core.policy import BACKBONE
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult, rate_text
 from pytest_benchmarks.core.settings import GATE_MODES
 from pytest_benchmarks.metrics.sequential import REGRESSED, decide, paired_diffs
@@ -38,51 +20,6 @@ from pytest_benchmarks.metrics.stats import (
 
 #: How the gate's lines mark each verdict (``Comparison.verdict``); the rest are held.
 LABELS = {"regression": "REGRESSION", "cannot fail": "cannot fail", "improvement": "improved"}
-#: The order the lines list verdicts in: what fails first.
-ORDER = ("REGRESSION", "cannot fail", "improved", "held")
-
-
-class Incomparable(ValueError):
-    """Two runs of different experiments; the message is the one line that names why."""
-
-
-def check_comparable(
-    old: Mapping[str, Any],
-    new: Mapping[str, Any],
-    names: tuple[str, str],
-    remedy: str,
-    absent: Mapping[str, Any] = comparability.DEFAULTS,
-) -> list[str]:
-    """Refuse (Incomparable) two runs whose recorded settings differ in a setting the registry
-    marks "refuse"; otherwise the "note" settings they differ in, ``seed 1000 → 5000`` each."""
-    found = comparability.differences(old, new, absent=absent)
-    refused = comparability.refusal(found, *names, remedy)
-    if refused:
-        raise Incomparable(refused)
-    return [d.text() for d in found]
-
-
-def notes(
-    old_policy: Mapping[str, Any], new_policy: Mapping[str, Any], changes: Sequence[str]
-) -> list[str]:
-    """What a verdict says beside its test: another policy (a different experiment), and the
-    "note" settings the runs differ in (``check_comparable``'s answer)."""
-    said = []
-    keys = ("id", "revision", BACKBONE)
-    if old_policy and [old_policy.get(k) for k in keys] != [new_policy.get(k) for k in keys]:
-        said.append(
-            f"the snapshot is of another policy ({_policy_text(old_policy)}, this run "
-            f"{_policy_text(new_policy)}): a different experiment"
-        )
-    if changes:
-        said.append(f"the snapshot ran other settings ({', '.join(changes)})")
-    return said
-
-
-def _policy_text(policy: Mapping[str, Any]) -> str:
-    revision, backbone = policy.get("revision"), policy.get(BACKBONE)
-    text = f"{policy.get('id')}" + (f"@{revision}" if revision else "")
-    return text + (f" with backbone {backbone}" if backbone else "")
 
 
 @dataclass(frozen=True)
@@ -383,75 +320,3 @@ def compare_sequential(
         notes=tuple(notes),
         decision=decision.line(),
     )
-
-
-def summary(verdicts: Sequence[Comparison]) -> str:
-    """``1 regressed, 0 improved, 2 could not fail: need >= 14 episodes``: the counts the
-    plugin's summary and ``compare`` both print."""
-    down = sum(v.regression for v in verdicts)
-    up = sum(v.verdict == "improvement" for v in verdicts)
-    blind = [v for v in verdicts if v.verdict == "cannot fail"]
-    text = f"{down} regressed, {up} improved"
-    if blind:
-        most = max((v.needed for v in blind if v.needed is not None), default=None)
-        text += f", {len(blind)} could not fail" + (f": need >= {most} episodes" if most else "")
-    return text
-
-
-def closing_line(
-    verdicts: Sequence[Comparison],
-    alpha: float,
-    mode: str,
-    power: str,
-    unjudged: int = 0,
-    families: int = 1,
-    planned: int = 0,
-) -> str:
-    """``3 tasks compared (stat, alpha 0.05, Holm over 2 that can fail): 1 regressed, ...
-    → REGRESSION``: the line the pytest gate's summary and ``compare`` both end with.
-    ``unjudged``: tasks that could not be compared (errored, no episodes); ``planned``: each
-    task's plan, for a sequential run's episodes used."""
-    level = ""
-    able = sum(v.can_fail for v in verdicts)
-    sequential = [v for v in verdicts if v.test == "sequential"]
-    if mode == "stat" and sequential:
-        level = f", alpha {alpha:g}, sequential e-values, Bonferroni over {able} that can fail"
-    elif mode == "stat":
-        level = f", alpha {alpha:g}, Holm over {able} that can fail"
-    if mode == "stat" and families > 1:
-        level += f" within each of {families} tests"
-    if sequential and planned:
-        used = sum(v.new_n for v in sequential)
-        states = [v.decision.split(" after ")[0] for v in sequential]
-        why = ", ".join(f"{states.count(s)} {s}" for s in sorted(set(states)))
-        level += f"; {used} of {planned * len(sequential)} planned episodes used: {why}"
-    if any(v.regression for v in verdicts):
-        outcome = "REGRESSION"
-    elif unjudged:
-        outcome = f"{unjudged} {_tasks(unjudged).upper()} NOT COMPARABLE"
-    elif any(fails(v, power) for v in verdicts):
-        outcome = "GATE CANNOT FAIL"
-    else:
-        outcome = "no regression"
-    compared = f"{len(verdicts)} {_tasks(len(verdicts))} compared"
-    return f"{compared} ({mode}{level}): {summary(verdicts)} → {outcome}"
-
-
-def _tasks(n: int) -> str:
-    return "task" if n == 1 else "tasks"
-
-
-def verdict_lines(
-    verdicts: Sequence[Comparison], every: bool = True, late: Iterable[str] = ()
-) -> list[str]:
-    """One line per verdict, marked by its outcome (``  REGRESSION  task: ...``), what fails
-    first; ``every=False`` leaves out the tasks that held. ``late``: tasks only Holm's later
-    steps found regressed (the pytest gate's tests had passed them)."""
-    after = set(late)
-    ordered = sorted(verdicts, key=lambda c: (ORDER.index(c.label), c.task))
-    return [
-        f"  {c.label:<10} {c.line()}"
-        + (" (Holm's step-down, after the tests ran: the session fails)" if c.task in after else "")
-        for c in ordered
-        if every or c.label != "held"
-    ]

@@ -1,0 +1,67 @@
+"""The regression gate's decision, as pure functions: the one place a verdict is reached
+(``refusals``, ``verdicts``, ``lines``; everything is imported from here).
+
+The pytest gate (``assert evaluate() == snapshot``) and ``pytest-benchmarks compare`` both call
+it and print its lines:
+
+- **refusals** first: runs that differ in a setting the registry marks "refuse" are different
+  experiments and are not compared (``check_comparable``); "note" settings and another policy
+  are said beside the verdict (``notes``);
+- **the per-task test** (``compare``): McNemar on paired episodes, Fisher otherwise, or exact;
+  with --benchmark-sequential, the sequential gate's decision (``compare_sequential``);
+- **the family**: Tarone's rule (``tarone``) leaves out the tasks whose test cannot reach its
+  level whatever happens, decided from the baseline and the planned episodes only; Holm's
+  step-down (``holm``) judges the others together at ``alpha``;
+- **the power report**: a task that cannot fail says so with the episodes it would need, and
+  fails the gate with ``--benchmark-gate-power=fail`` (``fails``);
+- **the lines**: each verdict marked by its outcome, and the closing count (``verdict_lines``,
+  ``closing_line``).
+
+The exact tests themselves are ``metrics.stats``; which settings must agree, ``core.comparability``.
+"""
+
+from pytest_benchmarks.metrics.gate.lines import (
+    closing_line,
+    environment_lines,
+    summary,
+    verdict_lines,
+)
+from pytest_benchmarks.metrics.gate.refusals import (
+    Incomparable,
+    check_comparable,
+    environment_changes,
+    notes,
+)
+from pytest_benchmarks.metrics.gate.verdicts import (
+    LABELS,
+    Comparison,
+    compare,
+    compare_results,
+    compare_sequential,
+    fails,
+    holm,
+    judge,
+    judge_families,
+    tarone,
+)
+
+__all__ = [
+    "LABELS",
+    "Comparison",
+    "Incomparable",
+    "check_comparable",
+    "closing_line",
+    "compare",
+    "compare_results",
+    "compare_sequential",
+    "environment_changes",
+    "environment_lines",
+    "fails",
+    "holm",
+    "judge",
+    "judge_families",
+    "notes",
+    "summary",
+    "tarone",
+    "verdict_lines",
+]

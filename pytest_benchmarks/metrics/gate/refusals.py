@@ -1,0 +1,75 @@
+"""The gate's refusals and notes: two runs of different experiments are refused before any
+statistic (the registry's comparability rule, ``core.comparability``), and what the runs
+differ in that does not refuse is said beside the verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_benchmarks.core import comparability
+from pytest_benchmarks.core.policy import BACKBONE
+
+
+class Incomparable(ValueError):
+    """Two runs of different experiments; the message is the one line that names why."""
+
+
+def check_comparable(
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    names: tuple[str, str],
+    remedy: str,
+    absent: Mapping[str, Any] = comparability.DEFAULTS,
+) -> list[str]:
+    """Refuse (Incomparable) two runs whose recorded settings differ in a setting the registry
+    marks "refuse"; otherwise the "note" settings they differ in, ``seed 1000 → 5000`` each."""
+    found = comparability.differences(old, new, absent=absent)
+    refused = comparability.refusal(found, *names, remedy)
+    if refused:
+        raise Incomparable(refused)
+    return [d.text() for d in found]
+
+
+def environment_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """``mujoco 3.1.6 → 3.3.0`` for each part of two fingerprints (``run_info.fingerprint``)
+    both record and that differs: package versions, the renderer, the GPU, the container."""
+    found = []
+    old_packages, new_packages = old.get("packages") or {}, new.get("packages") or {}
+    for name in old_packages.keys() & new_packages.keys():
+        if old_packages[name] != new_packages[name]:
+            found.append(f"{name} {old_packages[name]} → {new_packages[name]}")
+    for part in ("renderer", "gpu", "container"):
+        if part in old and part in new and old[part] != new[part]:
+            found.append(f"{part} {old[part]} → {new[part]}")
+    return sorted(found)
+
+
+def notes(
+    old_policy: Mapping[str, Any],
+    new_policy: Mapping[str, Any],
+    changes: Sequence[str],
+    environment: Sequence[str] = (),
+) -> list[str]:
+    """What a verdict says beside its test: another policy (a different experiment), the
+    "note" settings the runs differ in (``check_comparable``'s answer), and what changed in the
+    environment (``environment_changes``: a simulator that changed under a snapshot; one that
+    changes initial states is refused by the episodes' digests)."""
+    said = []
+    keys = ("id", "revision", BACKBONE)
+    if old_policy and [old_policy.get(k) for k in keys] != [new_policy.get(k) for k in keys]:
+        said.append(
+            f"the snapshot is of another policy ({_policy_text(old_policy)}, this run "
+            f"{_policy_text(new_policy)}): a different experiment"
+        )
+    if changes:
+        said.append(f"the snapshot ran other settings ({', '.join(changes)})")
+    if environment:
+        said.append(f"the snapshot ran in another environment ({', '.join(environment)})")
+    return said
+
+
+def _policy_text(policy: Mapping[str, Any]) -> str:
+    revision, backbone = policy.get("revision"), policy.get(BACKBONE)
+    text = f"{policy.get('id')}" + (f"@{revision}" if revision else "")
+    return text + (f" with backbone {backbone}" if backbone else "")
