@@ -531,3 +531,19 @@ def test_a_simulator_that_changed_under_a_snapshot_is_said_beside_the_verdict(
     result.stdout.fnmatch_lines(
         [f"  environment: 1 task's snapshots ran in another environment (numpy 0.9 → {numpy})"]
     )
+
+
+def test_a_task_a_sequential_run_stopped_is_complete_for_resume(gated: pytest.Pytester):
+    """A stopped task is complete, not interrupted: --benchmark-resume keeps it (no episode
+    runs again) and the run is not partial."""
+    plan = ["--benchmark-episodes=20", "--benchmark-batch-size=1", "--benchmark-sync"]
+    run(gated, "--snapshot-update", *plan).assert_outcomes(passed=2)
+    args = [*plan, "--benchmark-sequential", "--benchmark-metrics=m.json"]
+    run(gated, *args).assert_outcomes(passed=2)
+    first = json.loads((gated.path / "m.json").read_text())
+    again = run(gated, *args, "--benchmark-resume")
+    again.assert_outcomes(passed=2)
+    second = json.loads((gated.path / "m.json").read_text())
+    assert second["run"]["partial"] is False
+    assert [r["episodes"] for r in second["results"]] == [r["episodes"] for r in first["results"]]
+    assert all(r["stopped"].startswith("HELD after 5") for r in second["results"])
