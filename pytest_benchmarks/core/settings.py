@@ -265,7 +265,7 @@ class Settings:
         "stop each task as soon as the gate is decided against its snapshot, episode pair by "
         "pair, with anytime-valid tests (REGRESSED, or HELD: no drop as large as 30 points); "
         "--benchmark-episodes is then the most a task runs (docs/statistics.md)",
-        values.flag, resume=True,
+        values.flag, compare="note", resume=True,
     ))
     snapshot_replace: bool = setting(False, Option(
         "with --snapshot-update: replace snapshots even by a run of fewer episodes or other "
