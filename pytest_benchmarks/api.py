@@ -14,7 +14,6 @@ TaskResults) and writes the same metrics JSON, so numbers from a training run an
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -41,6 +40,7 @@ from pytest_benchmarks.engine import lifecycle
 from pytest_benchmarks.engine.dataset import DatasetSummary, build_dataset
 from pytest_benchmarks.engine.lifecycle import Run
 from pytest_benchmarks.engine.metrics_file import MetricsFile
+from pytest_benchmarks.engine.progress import Progress
 from pytest_benchmarks.engine.run import RunEngine
 from pytest_benchmarks.policies import make_policy
 from pytest_benchmarks.serving.launch import PolicyServers
@@ -168,24 +168,13 @@ def run_locked(
         opened.close(complete)
 
 
-class ProgressLines:
-    """A running task's progress on stderr, at most every ``interval_s`` seconds (the plugin's
-    progress lines, without a worker's name)."""
+class ProgressLines(Progress):
+    """A running task's progress on stderr (the plugin's progress lines, without a worker's
+    name)."""
 
-    def __init__(self, interval_s: float) -> None:
-        self.interval_s = interval_s
-        self.started = self.last = time.monotonic()
-
-    def start(self) -> None:
-        self.started = self.last = time.monotonic()
-
-    def __call__(self, result: TaskResult) -> None:
-        now = time.monotonic()
-        if now - self.last < self.interval_s:
-            return
-        self.last = now
+    def emit(self, result: TaskResult, elapsed_s: float) -> None:
         line = progress_text(result.task.id, result.n_episodes, result.planned,
-                             result.successes, now - self.started)  # fmt: skip
+                             result.successes, elapsed_s)  # fmt: skip
         print(line, file=sys.stderr, flush=True)
 
 

@@ -433,7 +433,9 @@ def test_compare_says_when_the_runs_ran_in_another_environment(
     episodes = [EpisodeRecord(i, 1000 + i, i, True, 9, 1.0, 1.0, 0.1) for i in range(4)]
     paths = []
     for name, mujoco in [("old", "2.0.0"), ("new", None)]:
-        block = run_info.run_block(run_info.static_info([], tmp_path), settings, 0, 0.0, False, 0)
+        block = run_info.run_block(
+            run_info.static_info([], tmp_path, settings), settings, 0, 0.0, False, 0
+        )
         if mujoco is not None:
             block["fingerprint"]["packages"]["mujoco"] = mujoco
         paths.append(tmp_path / f"{name}.json")

@@ -72,10 +72,6 @@ class Run:
             raise
         return cls(engine, locks, line)
 
-    @property
-    def settings(self) -> Settings:
-        return self.engine.settings
-
     def close(self, complete: bool) -> None:
         """End the run: with ``complete`` (its metrics file holds every row), its journal is
         no longer needed and goes; its outputs are released either way."""

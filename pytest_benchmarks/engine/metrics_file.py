@@ -46,7 +46,7 @@ class MetricsFile:
         """Rebuild the document from ``rows`` and write it; a line to show when writing starts
         to fail or works again, else None."""
         if self._static is None:  # what cannot change during the run: read once
-            self._static = static_info(self.args, self.root)
+            self._static = static_info(self.args, self.root, self.settings)
         block = run_block(
             self._static, self.settings, self.workers, self.started_at, partial, exitstatus
         )

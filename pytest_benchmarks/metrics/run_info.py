@@ -96,8 +96,10 @@ def _iso(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, tz=UTC).isoformat(timespec="seconds")
 
 
-def static_info(args: list[str], root: Path) -> dict[str, Any]:
-    """What cannot change during a run: arguments, commit, machine, versions."""
+def static_info(args: list[str], root: Path, settings: Settings) -> dict[str, Any]:
+    """What cannot change during a run: arguments, commit, machine, versions, the environment's
+    fingerprint (read once, not at every write)."""
+    renders = settings.obs not in (None, "state")
     return {
         "args": args,
         "git_commit": git_commit(root),
@@ -105,6 +107,7 @@ def static_info(args: list[str], root: Path) -> dict[str, Any]:
         "platform": platform.platform(),
         "python": sys.version.split()[0],
         "packages": package_versions(),
+        "fingerprint": fingerprint(_simulators(settings), renders),
     }
 
 
@@ -126,7 +129,6 @@ def run_block(
         "duration_s": now - started_at,
         "partial": partial,
         "exitstatus": exitstatus,
-        "fingerprint": fingerprint(_simulators(settings), settings.obs not in (None, "state")),
     }
 
 

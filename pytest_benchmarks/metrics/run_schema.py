@@ -57,7 +57,8 @@ def option_schema(option: Option, annotation: Any) -> dict[str, Any]:
     declared = dict(getattr(option.parse, "schema", {}))
     if "enum" in declared:
         enum = declared.pop("enum")
-        schema = {"enum": [*enum, None] if "null" in schema.get("type", []) else enum}
+        nullable = isinstance(schema.get("type"), list) and "null" in schema["type"]
+        schema = {"enum": [*enum, None] if nullable else enum}
     declared.pop("type", None)
     return {**schema, **declared, "description": f"{option.flag}: {option.help}"}
 

@@ -126,6 +126,46 @@ class Decision:
         )
 
 
+class SequentialTest:
+    """Both e-processes of one task, fed its pairs in index order one at a time: each pair
+    costs one update, however often the task is asked (the run asks after every episode)."""
+
+    def __init__(
+        self,
+        threshold: float,
+        beta: float = DEFAULT_BETA,
+        delta: float = DEFAULT_DELTA,
+        can_fail: bool = True,
+    ) -> None:
+        self.threshold, self.beta, self.can_fail = threshold, beta, can_fail
+        self.hold = HoldProcess(1, delta)
+        self.n = self.lost = self.gained = 0
+        self.e_drop = self.e_hold = 1.0
+        self.state = ""
+
+    def add(self, diff: int) -> str:
+        """One more pair (``diff`` = baseline - new); the state after it: REGRESSED when the
+        drop e-value reaches ``threshold`` (never where ``can_fail`` is False), HELD when the
+        hold e-value reaches ``1 / beta``, else "". A decided test takes no more pairs."""
+        if self.state:
+            return self.state
+        self.n += 1
+        self.lost += int(diff == 1)
+        self.gained += int(diff == -1)
+        self.e_drop = float(regression_e(self.lost, self.gained))
+        self.e_hold = float(self.hold.update([diff])[0])
+        if self.can_fail and self.e_drop >= self.threshold:
+            self.state = REGRESSED
+        elif self.e_hold >= 1.0 / self.beta:
+            self.state = HELD
+        return self.state
+
+    def decision(self, planned: int) -> Decision:
+        """Where it stands: decided, UNDECIDED once ``planned`` pairs ran, "" before."""
+        state = self.state or (UNDECIDED if self.n >= planned else "")
+        return Decision(state, self.n, self.lost, self.gained, self.e_drop, self.e_hold)
+
+
 def decide(
     diffs: Sequence[int],
     threshold: float,
@@ -135,23 +175,21 @@ def decide(
     can_fail: bool = True,
 ) -> Decision:
     """Walk the pairs in index order (``diffs``: baseline - new per episode) and stop at the
-    first that decides: REGRESSED when the drop e-value reaches ``threshold`` (``m / alpha``;
-    never where ``can_fail`` is False), HELD when the hold e-value reaches ``1 / beta``;
-    UNDECIDED once ``planned`` pairs ran without either; "" while fewer did."""
-    hold = HoldProcess(1, delta)
-    lost = gained = 0
-    e_drop = e_hold = 1.0
-    for i, diff in enumerate(diffs, start=1):
-        lost += int(diff == 1)
-        gained += int(diff == -1)
-        e_drop = float(regression_e(lost, gained))
-        e_hold = float(hold.update([diff])[0])
-        if can_fail and e_drop >= threshold:
-            return Decision(REGRESSED, i, lost, gained, e_drop, e_hold)
-        if e_hold >= 1.0 / beta:
-            return Decision(HELD, i, lost, gained, e_drop, e_hold)
-    state = UNDECIDED if len(diffs) >= planned else ""
-    return Decision(state, len(diffs), lost, gained, e_drop, e_hold)
+    first that decides (``SequentialTest.add``); UNDECIDED once ``planned`` pairs ran without
+    a decision, "" while fewer did."""
+    test = SequentialTest(threshold, beta, delta, can_fail)
+    for diff in diffs:
+        if test.add(diff):
+            break
+    return test.decision(planned)
+
+
+def _diff(baseline: EpisodeRecord | None, new: EpisodeRecord | None) -> int | None:
+    """``baseline - new`` success for one index, or None where it cannot be read yet: not
+    finished, or not paired (another seed or initial state than the baseline's)."""
+    if baseline is None or new is None or episode_key(baseline) != episode_key(new):
+        return None
+    return int(baseline.success) - int(new.success)
 
 
 def paired_diffs(
@@ -164,26 +202,45 @@ def paired_diffs(
     ran = {e.index: e for e in new}
     diffs = []
     for index in order:
-        b, n = base.get(index), ran.get(index)
-        if b is None or n is None or episode_key(b) != episode_key(n):
+        diff = _diff(base.get(index), ran.get(index))
+        if diff is None:
             break
-        diffs.append(int(b.success) - int(n.success))
+        diffs.append(diff)
     return diffs
 
 
-@dataclass(frozen=True)
 class SequentialStop:
-    """A task's stopping rule in a run: asked after episodes end, it says why the task is
-    decided (``Decision.line``), or None while it is not."""
+    """A task's stopping rule in a run: asked after episodes end, it reads the pairs that
+    became readable since it was last asked (the index-order prefix grows) and says why the
+    task is decided (``Decision.line``), or None while it is not."""
 
-    baseline: tuple[EpisodeRecord, ...]
-    #: The plan's episode indices in order, and the episodes a resumed file kept.
-    order: tuple[int, ...]
-    threshold: float
-    can_fail: bool
-    kept: tuple[EpisodeRecord, ...] = ()
+    def __init__(
+        self,
+        baseline: Iterable[EpisodeRecord],
+        order: Sequence[int],
+        threshold: float,
+        can_fail: bool,
+        kept: Iterable[EpisodeRecord] = (),
+    ) -> None:
+        self.base = {e.index: e for e in baseline}
+        #: The plan's episode indices in order; the episodes a resumed file kept, and those run.
+        self.order = tuple(order)
+        self.ran = {e.index: e for e in kept}
+        self.test = SequentialTest(threshold, can_fail=can_fail)
+        self.read = 0  # pairs of ``order`` fed to the test
+        self.seen = 0  # episodes of the result taken
 
     def __call__(self, result: TaskResult) -> str | None:
-        diffs = paired_diffs(self.baseline, [*self.kept, *result.episodes], self.order)
-        decision = decide(diffs, self.threshold, len(self.order), can_fail=self.can_fail)
-        return decision.line() if decision.state in (REGRESSED, HELD) else None
+        for episode in result.episodes[self.seen :]:
+            self.ran[episode.index] = episode
+        self.seen = len(result.episodes)
+        while not self.test.state and self.read < len(self.order):
+            index = self.order[self.read]
+            diff = _diff(self.base.get(index), self.ran.get(index))
+            if diff is None:
+                break
+            self.test.add(diff)
+            self.read += 1
+        if not self.test.state:
+            return None
+        return self.test.decision(len(self.order)).line()

@@ -97,11 +97,11 @@ def stopping_rule(item: pytest.Item, task: TaskRef) -> SequentialStop | None:
     _, members, k, _ = family(item)
     kept = state.resumed.get(task.id)
     return SequentialStop(
-        baseline=tuple(stored.episodes),
-        order=tuple(state.settings.indices),
+        baseline=stored.episodes,
+        order=state.settings.indices,
         threshold=max(1, len(members) if task.id in members else k) / state.settings.alpha,
         can_fail=task.id in members,
-        kept=tuple(kept.episodes) if kept is not None else (),
+        kept=kept.episodes if kept is not None else (),
     )
 
 

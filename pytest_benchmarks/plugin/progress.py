@@ -4,25 +4,24 @@ once (a journal that cannot be written, a task that cannot be stopped from insid
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from pytest_benchmarks.core.results import TaskResult, progress_text
+from pytest_benchmarks.engine.progress import Progress
 from pytest_benchmarks.plugin import events
 
 
-class ProgressReporter:
+class ProgressReporter(Progress):
     """One task's events; progress at most every ``interval_s`` seconds."""
 
     def __init__(self, item: pytest.Item, task_id: str, interval_s: float) -> None:
+        super().__init__(interval_s)
         self.item = item
         self.task_id = task_id
-        self.interval_s = interval_s
-        self.started = self.last = time.monotonic()
 
     def start(self) -> None:
         """The task starts now, in this process."""
+        super().start()
         events.send(self.item, events.TaskStarted.here(self.task_id))
 
     def end(self) -> None:
@@ -32,13 +31,9 @@ class ProgressReporter:
         """A line the user sees now, not at the session's end."""
         events.send(self.item, events.Notice(self.task_id, line))
 
-    def __call__(self, result: TaskResult) -> None:
-        now = time.monotonic()
-        if now - self.last < self.interval_s:
-            return
-        self.last = now
+    def emit(self, result: TaskResult, elapsed_s: float) -> None:
         progress = events.Progress(
-            self.task_id, result.n_episodes, result.planned, result.successes, now - self.started
+            self.task_id, result.n_episodes, result.planned, result.successes, elapsed_s
         )
         events.send(self.item, progress)
 

@@ -117,7 +117,7 @@ def _other(option_field: str, tmp_path: Path) -> Settings:
 def test_resume_compares_exactly_the_outcome_options(option, tmp_path: Path):
     base = validation.build(root=tmp_path)
     path = tmp_path / "metrics.json"
-    run = run_info.run_block(run_info.static_info([], tmp_path), base, 0, 0.0, False, 0)
+    run = run_info.run_block(run_info.static_info([], tmp_path, base), base, 0, 0.0, False, 0)
     write_metrics(path, build_metrics([], run, str(base.policy)))
     changed = _other(option.field, tmp_path)
     assert getattr(changed, option.field) != getattr(base, option.field)
@@ -159,7 +159,9 @@ def _metrics(settings: Settings, tmp_path: Path, name: str, task: str) -> dict[s
     episode = EpisodeRecord(0, 1000, 0, True, 5, 1.0, 1.0, 0.1)
     (ref,) = catalog.get("metaworld").select([task])
     result = TaskResult(ref, [episode], eval_s=0.1, planned=1)
-    run = run_info.run_block(run_info.static_info([], tmp_path), settings, 0, 0.0, False, 0)
+    run = run_info.run_block(
+        run_info.static_info([], tmp_path, settings), settings, 0, 0.0, False, 0
+    )
     document = build_metrics([result], run, str(settings.policy))
     write_metrics(tmp_path / name, document)
     return document

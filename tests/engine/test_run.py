@@ -52,7 +52,7 @@ def test_a_resumed_task_runs_only_its_missing_episodes(tmp_path: Path):
     stroll, _ = run(engine, "stroll")
     # The file of a run cut after two of stroll's episodes.
     cut = dataclasses.replace(stroll, episodes=stroll.episodes[:2], error="KeyboardInterrupt")
-    block = run_info.run_block(run_info.static_info([], tmp_path), whole, 0, 0.0, True, None)
+    block = run_info.run_block(run_info.static_info([], tmp_path, whole), whole, 0, 0.0, True, None)
     write_metrics(metrics, build_metrics([walk, cut], block, "scripted"))
 
     resumed = dataclasses.replace(whole, resume=True)

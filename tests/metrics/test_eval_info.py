@@ -192,7 +192,9 @@ def test_a_mix_with_a_metrics_file_is_matched_by_name_and_judged_unpaired(infos,
     ]  # fmt: skip
     ours = tmp_path / "metrics.json"
     settings = validation.build(root=tmp_path, env="metaworld", episodes=EPISODES, metrics=ours)
-    block = run_info.run_block(run_info.static_info([], tmp_path), settings, 0, 1.0, False, 0)
+    block = run_info.run_block(
+        run_info.static_info([], tmp_path, settings), settings, 0, 1.0, False, 0
+    )
     write_metrics(ours, build_metrics(results, block, "module:steer"))
     status, lines, err = compare(capsys, ours, infos["weak"])
     assert not err, err

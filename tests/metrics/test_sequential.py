@@ -38,13 +38,17 @@ def test_both_e_processes_are_fair_bets_at_their_nulls_boundary():
         step = (regression_e(lost + 1, gained) + regression_e(lost, gained + 1)) / 2
         assert float(step) == pytest.approx(float(regression_e(lost, gained)), rel=1e-9)
     # Hold: with a drop of exactly delta (lost with probability delta, else unchanged), the
-    # expected factor of any bet is 1; with a larger drop it is below 1.
+    # expected factor of the process's own next bet is 1; with a larger drop it is below 1.
     for delta in (0.1, 0.3):
-        process = HoldProcess(1, delta)
-        bet = float(process.bet()[0])
-        for drop, bound in [(delta, 1.0), (delta + 0.2, 1.0 - 1e-9)]:
-            mean = drop * (1 + bet * (delta - 1)) + (1 - drop) * (1 + bet * delta)
-            assert mean <= bound + 1e-12
+        for history in ([], [0, 0, 1, -1, 0]):
+            for drop, bound in [(delta, 1.0), (delta + 0.2, 1.0 - 1e-9)]:
+                lost, same = HoldProcess(1, delta), HoldProcess(1, delta)
+                for diff in history:
+                    lost.update([diff])
+                    same.update([diff])
+                before = float(lost.value[0])
+                step = drop * lost.update([1])[0] + (1 - drop) * same.update([0])[0]
+                assert float(step) / before <= bound + 1e-12
 
 
 def test_decisions_stop_at_the_first_crossing():
@@ -83,3 +87,30 @@ def test_the_simulations_small_version_keeps_false_alarms_within_alpha():
         sequential, fixed = (float(x.rstrip("%")) / 100 for x in cells[3].split(" / "))
         assert sequential <= bound and fixed <= bound, row
         assert 0 < float(cells[4].rstrip("%")) <= 100, row
+
+
+def test_the_runs_stopping_rule_reads_the_index_prefix_as_episodes_finish():
+    """``SequentialStop`` fed episodes out of index order, a few at a time (as slots end),
+    decides where ``decide`` does on the same pairs, and never reads past a gap."""
+    from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
+    from pytest_benchmarks.core.tasks import TaskRef
+    from pytest_benchmarks.metrics.sequential import SequentialStop, paired_diffs
+
+    def episodes(outcomes: list[bool]) -> list[EpisodeRecord]:
+        return [EpisodeRecord(i, 1000 + i, i, s, 9, 0.0, 0.0, 0.0) for i, s in enumerate(outcomes)]
+
+    base = episodes([True] * 20)
+    new = episodes([i % 2 != 0 for i in range(20)])  # every other episode lost
+    stop = SequentialStop(base, range(20), threshold=40, can_fail=True)
+    result = TaskResult(TaskRef("t", "t", "x", 0, "x"), planned=20)
+    finishing = [1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14, 17, 16, 19, 18]
+    said = None
+    for i in finishing:
+        result.episodes.append(new[i])
+        said = stop(result)
+        read = paired_diffs(base, result.episodes, range(20))
+        assert stop.read <= len(read)  # no pair beyond the finished prefix
+        if said is not None:
+            break
+    expected = decide(paired_diffs(base, new, range(20)), 40, 20)
+    assert said == expected.line() and expected.state == REGRESSED

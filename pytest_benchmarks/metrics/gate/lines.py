@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from pytest_benchmarks.metrics.gate.refusals import ENVIRONMENT_NOTE
 from pytest_benchmarks.metrics.gate.verdicts import Comparison, fails
 
 #: The order the lines list verdicts in: what fails first.
@@ -71,7 +72,7 @@ def environment_lines(verdicts: Sequence[Comparison]) -> list[str]:
     """``  environment: 10 tasks' snapshots ran in another environment (mujoco 3.1.6 → 3.3.0)``
     for each environment change the verdicts note (held ones too: the lines list only those
     that fail or improve)."""
-    marker = "the snapshot ran in another environment ("
+    marker = f"{ENVIRONMENT_NOTE} ("
     found: dict[str, int] = {}
     for c in verdicts:
         for note in c.notes:

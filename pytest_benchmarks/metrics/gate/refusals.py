@@ -10,6 +10,9 @@ from typing import Any
 from pytest_benchmarks.core import comparability
 from pytest_benchmarks.core.policy import BACKBONE
 
+#: How a verdict's note says its snapshot ran in another environment (``lines`` gathers them).
+ENVIRONMENT_NOTE = "the snapshot ran in another environment"
+
 
 class Incomparable(ValueError):
     """Two runs of different experiments; the message is the one line that names why."""
@@ -65,7 +68,7 @@ def notes(
     if changes:
         said.append(f"the snapshot ran other settings ({', '.join(changes)})")
     if environment:
-        said.append(f"the snapshot ran in another environment ({', '.join(environment)})")
+        said.append(f"{ENVIRONMENT_NOTE} ({', '.join(environment)})")
     return said
 
 
