@@ -10,10 +10,10 @@ from helpers import TOY_CONFTEST, TOY_TESTS, fill_up, hub_cache, offline_hub, tm
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Ctrl-C as a terminal's foreground job has it, whatever started the suite: a suite run
-    from a background job of a shell without job control inherits SIGINT ignored, and so
-    would the sessions whose Ctrl-C the tests send (a process keeps an ignored signal ignored
-    across exec). And this process's forkserver imports what the suite's env workers need
+    """Ctrl-C and a hangup as a terminal's foreground job has them, whatever started the suite:
+    a suite run from a background job of a shell without job control inherits SIGINT ignored
+    (under nohup, SIGHUP), and so would the sessions whose signals the tests send (a process
+    keeps an ignored signal ignored across exec). And this process's forkserver imports what the suite's env workers need
     (Meta-World and LeRobot's types), as a user's run has it import its own benchmarks': the
     in-process sessions of many benchmarks then start their env workers by a fork too."""
     import importlib.util
@@ -21,6 +21,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        # Started by nohup: this process still lets a hangup pass, but through a handler, which
+        # exec resets, so the sessions whose SIGHUP the tests send get it as a terminal's job.
+        signal.signal(signal.SIGHUP, lambda signum, frame: None)
 
     from pytest_benchmarks.core import catalog
     from pytest_benchmarks.engine.vector import preload_workers

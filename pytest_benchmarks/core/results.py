@@ -32,6 +32,9 @@ class EpisodeRecord:
     video: str | None = None
     #: Why the episode's video could not be written (its result stands).
     video_error: str | None = None
+    #: The digest of the simulator's state after reset (``core.initial_state``): equal digests
+    #: prove two runs' episodes paired; None where the env's state cannot be read.
+    initial_digest: str | None = None
 
     def checksum(self) -> str:
         """A digest of the outcome (the metrics JSON's ``sum``): an edited or damaged record no
@@ -40,7 +43,10 @@ class EpisodeRecord:
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
     def outcome(self) -> tuple[Any, ...]:
-        """Everything but timing and artefacts: equal for equal runs of a deterministic policy."""
+        """Everything but timing and artefacts: equal for equal runs of a deterministic policy.
+        The initial state's digest only where there is one, so records written before it was
+        kept still match their checksums."""
+        start = (self.initial_digest,) if self.initial_digest is not None else ()
         return (
             self.index,
             self.seed,
@@ -49,6 +55,7 @@ class EpisodeRecord:
             self.steps,
             self.sum_reward,
             self.max_reward,
+            *start,
         )
 
 

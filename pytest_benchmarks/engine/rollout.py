@@ -18,6 +18,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import VectorEnv
 
+from pytest_benchmarks.core import initial_state
 from pytest_benchmarks.core.plan import EpisodeSpec
 from pytest_benchmarks.core.policy import Policy
 from pytest_benchmarks.core.processors import EnvProcessors
@@ -109,13 +110,13 @@ def run_episodes(
             spec = pending.popleft() if pending else None
             slots.assign(slot, spec)
             specs[slot] = None if spec is None else (spec.seed, spec.init_state, spec.index)
-        obs, _ = reset_slots(env, specs)
+        obs, info = reset_slots(env, specs)
         begun = [slot for slot, begins in specs.items() if begins is not None]
         if begun:
             policy.reset(begun, [specs[slot][0] for slot in begun])  # type: ignore[index]
             if recorder is not None:
                 recorder.begin(begun)
-        slots.begin(begun, time.perf_counter())
+        slots.begin(begun, time.perf_counter(), info.get(initial_state.INFO_KEY))
         return obs
 
     obs = start(range(n))

@@ -25,18 +25,23 @@ class Tallies:
         self.steps = [0] * n
         self.succeeded = [False] * n
         self.started = [0.0] * n
+        self.initial: list[str | None] = [None] * n
 
     def assign(self, slot: int, spec: EpisodeSpec | None) -> None:
         """The slot's next episode, or None: it is parked."""
         self.running[slot] = spec
         self.active[slot] = spec is not None
 
-    def begin(self, slots: Sequence[int], now: float) -> None:
-        """Fresh tallies for the episodes that began in ``slots`` at ``now``."""
+    def begin(
+        self, slots: Sequence[int], now: float, digests: Sequence[str | None] | None = None
+    ) -> None:
+        """Fresh tallies for the episodes that began in ``slots`` at ``now``, from the initial
+        states of these digests (per slot of the env, ``core.initial_state``)."""
         for slot in slots:
             self.sum_reward[slot], self.max_reward[slot] = 0.0, -math.inf
             self.steps[slot], self.succeeded[slot] = 0, False
             self.started[slot] = now
+            self.initial[slot] = None if digests is None else digests[slot]
 
     def add(self, rewards: list[float], wins: list[bool]) -> None:
         """One step of every slot. Parked slots report reward 0, no success and no end; their
@@ -69,6 +74,7 @@ class Tallies:
             sum_reward=float(self.sum_reward[slot]),
             max_reward=float(self.max_reward[slot]),
             duration_s=now - self.started[slot],
+            initial_digest=self.initial[slot],
         )
 
     def where(self, steps_ahead: int = 0) -> str:

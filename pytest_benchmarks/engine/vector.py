@@ -28,6 +28,7 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, Vecto
 from gymnasium.vector.async_vector_env import AsyncState
 from gymnasium.vector.utils import concatenate
 
+from pytest_benchmarks.core import initial_state
 from pytest_benchmarks.core.benchmark import Benchmark
 from pytest_benchmarks.core.settings import Settings
 from pytest_benchmarks.core.tasks import EnvConfig
@@ -89,7 +90,8 @@ class SlotEnv(gym.Env[Any, Any]):
         self._last_obs = obs
         if self._video is not None:
             self._video.start(index, self._env)
-        return obs, {}
+        digest = initial_state.of(self._env)
+        return obs, {} if digest is None else {initial_state.INFO_KEY: digest}
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         if self._ended or self._env is None:

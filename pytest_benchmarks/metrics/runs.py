@@ -129,6 +129,17 @@ def _absent(runs: Sequence[dict[str, Any]]) -> list[str]:
     return [f"{i}/{count}" for i in range(1, count + 1) if i not in {c[0] for c in cuts}]
 
 
+def partial_shards(paths: Sequence[Path]) -> list[str]:
+    """``PATH (shard I/N)`` for each of a run's files whose own run did not finish."""
+    found = []
+    for path in paths:
+        run = load(path)["run"]
+        if run["partial"]:
+            cut = run.get("shard")
+            found.append(f"{path}" + (f" (shard {cut[0]}/{cut[1]})" if cut else ""))
+    return found
+
+
 def missing_shards(document: dict[str, Any]) -> list[str]:
     """The shards a merged document lacks (from the shards it lists and their cut)."""
     return list(document["run"].get("missing_shards") or [])
@@ -156,6 +167,10 @@ def check_shards(documents: Sequence[tuple[Path, dict[str, Any]]]) -> None:
         seen[cut[0]] = path
 
 
+#: How ``compare`` names its two runs in a refusal.
+RUN_NAMES = ("the old run", "the new run")
+
+
 def unusable(result: TaskResult, run: str) -> str | None:
     """Why a task of a run cannot be compared: it errored, or has no episodes."""
     if result.error:
@@ -177,7 +192,7 @@ def compare_runs(
         # lerobot-eval's files record no settings: nothing to hold against them.
         try:
             changes = gate.check_comparable(
-                old["run"], new["run"], ("the old run", "the new run"),
+                old["run"], new["run"], RUN_NAMES,
                 "run the new one with the old one's settings",
             )  # fmt: skip
         except gate.Incomparable as exc:
@@ -199,7 +214,12 @@ def compare_runs(
     problems = {
         t: why
         for t in common
-        if (why := unusable(after[t], "new") or unusable(before[t], "old")) is not None
+        if (
+            why := unusable(after[t], "new")
+            or unusable(before[t], "old")
+            or gate.unpaired(before[t].episodes, after[t].episodes, RUN_NAMES)
+        )
+        is not None
     }
     judged = [t for t in common if t not in problems]
     try:

@@ -39,7 +39,7 @@ from numpy.typing import ArrayLike
 from scipy.special import betainc, betaln
 
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
-from pytest_benchmarks.metrics.stats import episode_key
+from pytest_benchmarks.metrics.stats import episode_key, moved_start
 
 #: The chance of calling HELD a task that dropped by the minimum detectable drop or more.
 DEFAULT_BETA = 0.2
@@ -231,9 +231,13 @@ class SequentialStop:
         self.seen = 0  # episodes of the result taken
 
     def __call__(self, result: TaskResult) -> str | None:
-        for episode in result.episodes[self.seen :]:
+        fresh = result.episodes[self.seen :]
+        for episode in fresh:
             self.ran[episode.index] = episode
         self.seen = len(result.episodes)
+        moved = moved_start(self.base.values(), fresh)
+        if moved is not None:  # the gate refuses the task: no further episode can help it
+            return f"UNPAIRED at episode {moved[0]}: another initial state than the snapshot's"
         while not self.test.state and self.read < len(self.order):
             index = self.order[self.read]
             diff = _diff(self.base.get(index), self.ran.get(index))

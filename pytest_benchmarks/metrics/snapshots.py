@@ -18,6 +18,7 @@ from pytest_benchmarks.core import comparability
 from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
 from pytest_benchmarks.core.settings import OPTIONS
+from pytest_benchmarks.metrics.stats import moved_start
 
 #: Beside syrupy's own ``__snapshots__``, not inside it: syrupy's default extension claims every
 #: file in its directory that no extension used, and would report (and with --snapshot-update
@@ -73,6 +74,7 @@ def document(
                 "init_state": e.init_state,
                 "success": e.success,
                 "steps": e.steps,
+                **({"initial_digest": e.initial_digest} if e.initial_digest else {}),
             }
             for e in result.episodes
         ],
@@ -110,6 +112,7 @@ SNAPSHOT_SCHEMA: dict[str, Any] = {
                     "init_state": {"type": "integer", "minimum": 0},
                     "success": {"type": "boolean"},
                     "steps": {"type": "integer", "minimum": 0},
+                    "initial_digest": {"type": "string", "pattern": "^[0-9a-f]+$"},
                 },
             },
         },
@@ -139,6 +142,7 @@ def read(text: str) -> Snapshot:
             sum_reward=0.0,
             max_reward=0.0,
             duration_s=0.0,
+            initial_digest=e.get("initial_digest"),
         )
         for e in doc["episodes"]
     ]
@@ -196,6 +200,9 @@ def keep_reason(
     changes = setting_changes(stored.settings, settings)
     if changes:
         reasons.append(f"this run changed {', '.join(changes)}")
+    moved = moved_start(stored.episodes, new.episodes)
+    if moved:
+        reasons.append(f"its episode {moved[0]} started from another initial state")
     if not reasons:
         return None
     return (

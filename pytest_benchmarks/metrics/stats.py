@@ -11,7 +11,7 @@ need. What the gate decides from these tests is ``metrics.gate``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from pytest_benchmarks.core.results import EpisodeRecord
@@ -105,3 +105,18 @@ def reachable_p(baseline: Sequence[EpisodeRecord], keys: Sequence[tuple[int, int
     paired, shared_successes = pairing(baseline, keys)
     base_k = sum(e.success for e in baseline)
     return min_p_value(shared_successes if paired else base_k, len(baseline), len(keys), paired)
+
+
+def moved_start(
+    baseline: Iterable[EpisodeRecord], new: Iterable[EpisodeRecord]
+) -> tuple[int, str, str] | None:
+    """The first episode (by index) that the plan pairs with a baseline episode (same index,
+    seed and initial state number) but whose initial simulator state's digest
+    (``core.initial_state``) differs: (index, new digest, baseline digest), or None. Unproven,
+    not refused, where either run kept no digest."""
+    stored = {episode_key(e): e.initial_digest for e in baseline}
+    for e in sorted(new, key=lambda e: e.index):
+        theirs = stored.get(episode_key(e))
+        if theirs and e.initial_digest and theirs != e.initial_digest:
+            return e.index, e.initial_digest, theirs
+    return None

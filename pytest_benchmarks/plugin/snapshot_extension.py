@@ -144,6 +144,9 @@ class BenchmarkSnapshotExtension(SingleFileSnapshotExtension):
         if stored.id != new.id:
             raise SnapshotFormatError(f"holds task {stored.id!r}, not {new.id!r}")
         changes = gate.check_comparable(stored.settings, ctx.settings, NAMES, REMEDY, ABSENT)
+        refused = gate.unpaired(stored.episodes, new.episodes, NAMES)
+        if refused:
+            raise gate.Incomparable(refused)
         size = len(ctx.family) if new.id in ctx.family else ctx.k
         environment = gate.environment_changes(stored.fingerprint, ctx.fingerprint)
         notes = gate.notes(stored.policy, ctx.policy, changes, environment)

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from helpers import ROOT, TOY_CONFTEST
 
+from pytest_benchmarks.metrics.snapshots import dumps
+
 GATED = """
 import pytest
 
@@ -47,6 +49,9 @@ def test_update_stores_one_file_per_task_and_a_rerun_passes(gated: pytest.Pytest
     assert [e["init_state"] for e in stroll["episodes"]] == [0, 1, 2, 3, 0, 1, 2, 3]
     assert [e["steps"] for e in stroll["episodes"]][:4] == [20, 22, 24, 26]
     assert "duration_s" not in stroll["episodes"][0]
+    # Each episode's initial state is kept as a digest: the same start, the same digest.
+    digests = [e["initial_digest"] for e in stroll["episodes"]]
+    assert digests[:4] == digests[4:] and len(set(digests[:4])) == 4, digests
     assert (gated.path / SNAPS / "walk.json").is_file()
     result = run(gated)
     result.assert_outcomes(passed=2)
@@ -123,6 +128,69 @@ def test_a_run_of_another_experiment_is_refused_not_judged(
         "snapshot with --snapshot-update --benchmark-snapshot-replace",
     ])  # fmt: skip
     assert "McNemar" not in result.stdout.str()
+
+
+def test_episodes_that_started_elsewhere_are_refused_naming_the_first(
+    gated: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """Episodes the plan pairs (same index, seed and initial state number) whose simulators
+    started from other states are not paired: the gate refuses each task in one line naming
+    the first such episode, ``compare`` leaves the task unjudged, an update keeps the
+    snapshot, and a sequential run stops the task at once."""
+    from pytest_benchmarks.cli import main
+
+    run(gated, "--snapshot-update", "--benchmark-metrics=old.json").assert_outcomes(passed=2)
+    monkeypatch.setenv("TOY_MOVED", "3")  # episode 3 starts a millimetre back
+    result = run(gated, "--benchmark-metrics=new.json")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines([
+        "*toy/stroll: snapshot *stroll.json: episode 3 started from another initial state in "
+        "this run than in the snapshot (digest *, the snapshot *): the episodes are not paired, "
+        "so they are not compared",
+    ])  # fmt: skip
+    assert "McNemar" not in result.stdout.str()
+    capsys.readouterr()
+    assert main(["compare", str(gated.path / "old.json"), str(gated.path / "new.json")]) == 3
+    out = capsys.readouterr().out
+    assert re.search(
+        r"unjudged +toy/walk: cannot compare: episode 3 started from another initial state in "
+        r"the new run than in the old run \(digest [0-9a-f]{12}, the old run [0-9a-f]{12}\)",
+        out,
+    ), out
+    kept = run(gated, "--snapshot-update")
+    kept.stdout.fnmatch_lines(
+        ["toy/walk: snapshot kept: its episode 3 started from another initial state (*"]
+    )
+    plan = ["--benchmark-episodes=20", "--benchmark-batch-size=1", "--benchmark-sync"]
+    run(gated, "--snapshot-update", "--benchmark-snapshot-replace", *plan)
+    monkeypatch.setenv("TOY_MOVED", "1")
+    stopped = run(gated, *plan, "--benchmark-sequential", "--benchmark-metrics=seq.json")
+    stopped.assert_outcomes(failed=2)
+    rows = json.loads((gated.path / "seq.json").read_text())["results"]
+    assert [r["stopped"] for r in rows] == ["UNPAIRED at episode 1: another initial state than "
+                                            "the snapshot's"] * 2  # fmt: skip
+    assert [r["n_episodes"] for r in rows] == [2, 2]
+
+
+def test_snapshots_stored_without_digests_get_them_and_nothing_else(gated: pytest.Pytester):
+    """``scripts/snapshot_digests.py`` adds each episode's digest to a snapshot stored before
+    digests were kept, from one reset per episode: the digests a full run stores, and not a
+    byte else of the file changed."""
+    import runpy
+
+    import toybench  # noqa: F401  (registers "toy" in this process)
+
+    run(gated, "--snapshot-update").assert_outcomes(passed=2)
+    stored = {p: p.read_text() for p in (gated.path / SNAPS).glob("*.json")}
+    for path, text in stored.items():
+        doc = json.loads(text)
+        for episode in doc["episodes"]:
+            del episode["initial_digest"]
+        path.write_text(dumps(doc))
+    script = runpy.run_path(str(ROOT / "scripts" / "snapshot_digests.py"))
+    assert script["main"]([str(gated.path / "__benchmark_snapshots__")]) == 0
+    assert {p: p.read_text() for p in stored} == stored
+    run(gated).assert_outcomes(passed=2)
 
 
 def test_an_improvement_passes_and_says_how_to_store_it(

@@ -5,8 +5,9 @@ The pytest gate (``assert evaluate() == snapshot``) and ``pytest-benchmarks comp
 it and print its lines:
 
 - **refusals** first: runs that differ in a setting the registry marks "refuse" are different
-  experiments and are not compared (``check_comparable``); "note" settings and another policy
-  are said beside the verdict (``notes``);
+  experiments and are not compared (``check_comparable``), nor are episodes whose initial
+  simulator states differ (``unpaired``); "note" settings and another policy are said beside
+  the verdict (``notes``);
 - **the per-task test** (``compare``): McNemar on paired episodes, Fisher otherwise, or exact;
   with --benchmark-sequential, the sequential gate's decision (``compare_sequential``);
 - **the family**: Tarone's rule (``tarone``) leaves out the tasks whose test cannot reach its
@@ -31,6 +32,7 @@ from pytest_benchmarks.metrics.gate.refusals import (
     check_comparable,
     environment_changes,
     notes,
+    unpaired,
 )
 from pytest_benchmarks.metrics.gate.verdicts import (
     LABELS,
@@ -63,5 +65,6 @@ __all__ = [
     "notes",
     "summary",
     "tarone",
+    "unpaired",
     "verdict_lines",
 ]

@@ -4,11 +4,13 @@ differ in that does not refuse is said beside the verdict."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_benchmarks.core import comparability
 from pytest_benchmarks.core.policy import BACKBONE
+from pytest_benchmarks.core.results import EpisodeRecord
+from pytest_benchmarks.metrics.stats import moved_start
 
 #: How a verdict's note says its snapshot ran in another environment (``lines`` gathers them).
 ENVIRONMENT_NOTE = "the snapshot ran in another environment"
@@ -32,6 +34,21 @@ def check_comparable(
     if refused:
         raise Incomparable(refused)
     return [d.text() for d in found]
+
+
+def unpaired(
+    baseline: Iterable[EpisodeRecord], new: Iterable[EpisodeRecord], names: tuple[str, str]
+) -> str | None:
+    """Why the episodes of two runs are not paired (``moved_start``), in one line, or None."""
+    moved = moved_start(baseline, new)
+    if moved is None:
+        return None
+    index, mine, theirs = moved
+    return (
+        f"episode {index} started from another initial state in {names[1]} than in {names[0]} "
+        f"(digest {mine}, {names[0]} {theirs}): the episodes are not paired, so they are not "
+        "compared"
+    )
 
 
 def environment_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:

@@ -1,0 +1,87 @@
+"""The digest of an episode's initial simulator state: what proves two episodes paired.
+
+Two runs pair episode i with episode i because the plan gives both the same seed and initial
+state index; whether the simulator then really started both from the same state is what the
+digest shows (LeRobot's LIBERO once chose initial states by when earlier episodes ended, so
+"paired" episodes were not). It is read after the env's reset, where the policy's first
+observation comes from: MuJoCo's joint positions and velocities, actuator states and mocap
+poses (object poses are free joints' positions), or a 2D simulator's bodies. Values are rounded
+to 1e-6 before hashing, so a last-bit difference between machines does not read as another
+state while a moved object (millimetres) does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+#: The key of a reset's info (``SlotEnv``) that carries the digest.
+INFO_KEY = "initial_digest"
+
+#: Hex digits kept: 48 bits, a chance of 1 in 10^14 that two different states read the same.
+DIGEST_CHARS = 12
+
+#: Decimals kept of each value: metres, radians and their velocities.
+DECIMALS = 6
+
+#: MjData fields that make a MuJoCo state (``mujoco.mj_getState``'s physics state, less time).
+MUJOCO_FIELDS = ("qpos", "qvel", "act", "mocap_pos", "mocap_quat")
+
+#: Attributes an env or wrapper keeps the next layer in, in the order they are tried.
+INNER = ("unwrapped", "_env", "env", "sim")
+
+
+def digest(arrays: Iterable[Any]) -> str:
+    """Twelve hex digits of the rounded values, in order."""
+    h = hashlib.sha256()
+    for array in arrays:
+        values = np.round(np.asarray(array, dtype=np.float64).ravel(), DECIMALS) + 0.0  # no -0.0
+        h.update(values.tobytes())
+    return h.hexdigest()[:DIGEST_CHARS]
+
+
+def state_arrays(env: Any, depth: int = 5) -> list[Any] | None:
+    """The arrays that make the env's simulator state, found through its wrappers: an env's own
+    ``simulator_state()``, else MuJoCo's data (Meta-World, robosuite/LIBERO, dm_control/ALOHA),
+    else PushT's pymunk bodies; None where none is found."""
+    own = getattr(env, "simulator_state", None)
+    if callable(own):
+        return list(own())
+    data = _mujoco_data(env)
+    if data is not None:
+        return [getattr(data, name) for name in MUJOCO_FIELDS if hasattr(data, name)]
+    agent, block = getattr(env, "agent", None), getattr(env, "block", None)
+    if agent is not None and block is not None and hasattr(block, "angle"):
+        return [
+            tuple(agent.position), tuple(agent.velocity),
+            tuple(block.position), (block.angle,), tuple(block.velocity),
+        ]  # fmt: skip
+    if depth == 0:
+        return None
+    for name in INNER:
+        inner = getattr(env, name, None)
+        if inner is not None and inner is not env:
+            found = state_arrays(inner, depth - 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _mujoco_data(env: Any) -> Any:
+    """The object holding qpos and qvel: ``env.data`` (MuJoCo's MjData, robosuite's wrapper of
+    it) or dm_control's ``env.physics.data``."""
+    for holder in (env, getattr(env, "physics", None)):
+        data = getattr(holder, "data", None) if holder is not None else None
+        if data is not None and hasattr(data, "qpos") and hasattr(data, "qvel"):
+            return data
+    return None
+
+
+def of(env: Any) -> str | None:
+    """The digest of the env's state now (call it right after reset), or None where no
+    simulator state can be found."""
+    arrays = state_arrays(env)
+    return None if arrays is None else digest(arrays)
