@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from pytest_benchmarks.cluster import slurm
 from pytest_benchmarks.core.files import check_writable, write_atomic
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.settings import OPTIONS
@@ -36,6 +37,7 @@ from pytest_benchmarks.metrics.runs import (
     load_run,
     merge,
     missing_shards,
+    partial_shards,
     task_name,
 )
 
@@ -115,6 +117,29 @@ def record_build(root: Path) -> int:
     return 0
 
 
+def slurm_run(args: argparse.Namespace) -> int:
+    """``pytest-benchmarks slurm``: submit the array and its merge (``cluster.slurm``)."""
+    pytest_args = tuple(a for i, a in enumerate(args.pytest_args) if i or a != "--")
+    run = slurm.ArrayRun(
+        args.shards, args.out.absolute(), pytest_args, args.retries,
+        sbatch_args=tuple(args.sbatch_arg),
+    )  # fmt: skip
+    try:
+        slurm.check(run)
+        if args.dry_run:
+            element, merge_script = slurm.write_scripts(run)
+            print(f"{element}:\n{element.read_text()}\n{merge_script}:\n{merge_script.read_text()}")
+            return 0
+        array_id, merge_id = slurm.submit(run)
+    except slurm.SlurmError as exc:
+        raise InputError(str(exc)) from None
+    print(
+        f"submitted array job {array_id} ({run.shards} shards) and merge job {merge_id}: "
+        f"{run.merged} once every shard has ended"
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line: every command and option with its help."""
     parser = argparse.ArgumentParser(prog="pytest-benchmarks", description=__doc__.splitlines()[0])
@@ -140,6 +165,28 @@ def build_parser() -> argparse.ArgumentParser:
                             help="write the Markdown here (default: stdout)")  # fmt: skip
     report_cmd.add_argument("--png", type=Path, metavar="CHART.png",
                             help="also draw a chart (.png, .svg or .pdf)")  # fmt: skip
+    slurm_cmd = commands.add_parser(
+        "slurm", help="run a session as a Slurm array job of shards and a job that merges them",
+        description="pytest-benchmarks slurm --shards N --out DIR -- PYTEST_ARGS: each array "
+        "element runs one shard (--benchmark-shard=I/N) and carries it on from its journal when "
+        "restarted; a job that depends on the array merges the shards into DIR/metrics.json",
+    )  # fmt: skip
+    slurm_cmd.add_argument("--shards", type=int, required=True, metavar="N",
+                           help="array elements, one shard each")  # fmt: skip
+    slurm_cmd.add_argument("--out", type=Path, required=True, metavar="DIR",
+                           help="the shards' metrics, the merged run, logs and batch "
+                           "scripts")  # fmt: skip
+    slurm_cmd.add_argument("--retries", type=int, default=2, metavar="R",
+                           help="starts again within an element whose session ended unfinished "
+                           "(default 2)")  # fmt: skip
+    slurm_cmd.add_argument("--sbatch-arg", action="append", default=[], metavar="ARG",
+                           help="an #SBATCH line for both jobs, e.g. --sbatch-arg=--gres=gpu:1 "
+                           "(repeatable)")  # fmt: skip
+    slurm_cmd.add_argument("--dry-run", action="store_true",
+                           help="write the batch scripts and print them, submitting "
+                           "nothing")  # fmt: skip
+    slurm_cmd.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="-- PYTEST_ARGS",
+                           help="the session's arguments, after --")  # fmt: skip
     build_cmd = commands.add_parser(
         "record-build", help="write the LeRobotDataset of a --benchmark-record run from DIR.parts"
     )
@@ -179,9 +226,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             missing = missing_shards(document)
             if missing:
                 print(f"missing: shard {', '.join(missing)}; the merged run is partial")
+            unfinished = partial_shards(args.inputs)
+            if unfinished:
+                print(
+                    f"unfinished: {', '.join(unfinished)}; carry each on with its command and "
+                    "--benchmark-resume"
+                )
             return 0
         if args.command == "record-build":
             return record_build(args.dir)
+        if args.command == "slurm":
+            return slurm_run(args)
         _read_gate_options(args)
         if args.command == "report":
             return report(args)

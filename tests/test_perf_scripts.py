@@ -152,3 +152,22 @@ def test_sequential_run_sets_the_fixed_plan_beside_the_sequential_gate():
     assert fixed[1:4] == ["fixed", "20", "100%"], rows[0]
     assert sequential[1] == "sequential" and int(sequential[2]) < 20, rows[1]
     assert "2 HELD" in sequential[5] and "→ no regression" in rows[1], rows[1]
+
+
+def test_cluster_scale_runs_a_slurm_array_beside_xdist_and_requeues_an_element():
+    """Two Meta-World tasks at 4 episodes: -n 2, a Slurm array of two elements on a cluster
+    the script starts, and the array with element 2 requeued after its first episode; the
+    records are equal (the script asserts it) and no finished episode runs again."""
+    from pytest_benchmarks.cluster.local_slurm import unavailable
+
+    why = unavailable()
+    if why:
+        pytest.skip(f"no Slurm cluster here: {why}")
+    out = run("cluster_scale.py", "--tasks", "reach-v3,push-v3", "--episodes", "4",
+              "--requeue-after", "1")  # fmt: skip
+    rows = [line for line in out.splitlines() if line.startswith("| ")]
+    assert [r.split(" | ")[0] for r in rows[1:4]] == [
+        "| xdist, `-n 2`", "| Slurm array, 2 elements", "| Slurm array, element 2 requeued mid-run"
+    ], out  # fmt: skip
+    loss = rows[-1].strip("| ").split(" | ")
+    assert loss[0] == "shard 2/2" and int(loss[1]) >= 1 and loss[3] == "0", out
