@@ -59,8 +59,10 @@ def array(args: list[str], out: Path, env: dict[str, str], requeue_after: int = 
                 break
             time.sleep(0.05)
         subprocess.run(["scontrol", "requeue", f"{array_id}_2"], env=env, check=True)
-        loss["finished before"] = _journalled(folder)
+        # Once it waits to start again, its first session has ended: the journal holds all
+        # that session finished (the restart comes two seconds later at the earliest).
         start_again_soon(f"{array_id}_2", env)
+        loss["finished before"] = _journalled(folder)
     wait_empty(env, limit_s=3600)
     wall = time.perf_counter() - started
     if requeue_after:
