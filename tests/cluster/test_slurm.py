@@ -113,7 +113,7 @@ def _gone(pid: int) -> None:
         if state in ("Z", "X"):
             return
         time.sleep(0.05)
-    raise AssertionError(f"process {pid} outlived its requeued element")
+    raise AssertionError(f"process {pid} outlived its element")
 
 
 def test_a_requeued_element_carries_its_shard_on_and_reruns_no_finished_episode(
@@ -149,3 +149,39 @@ def test_a_requeued_element_carries_its_shard_on_and_reruns_no_finished_episode(
     assert outcomes(merged) == outcomes(read_metrics(pytester.path / "whole.json"))
     log = (out / "logs" / f"shard-{element.split('_')[1]}.out").read_text()
     assert "CANCELLED" in log and "DUE TO JOB REQUEUE" in log, log
+
+
+def test_a_cancelled_element_is_named_by_the_merge_and_the_same_command_carries_it_on(
+    pytester: pytest.Pytester, slurm: dict[str, str], capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+):  # fmt: skip
+    """``scancel`` of the element running walk while walk holds at its fourth episode: Slurm
+    does not start it again, so the merge names its shard unfinished; the same command again
+    keeps the finished shard, carries walk on from its three finished episodes, and the merged
+    run equals one session's with -n 0."""
+    pytester.makeconftest(TOY_CONFTEST)
+    pytester.makepyfile(test_toy=TOY_TESTS, noting=NOTING_POLICY)
+    monkeypatch.setenv("HOLD_AT", str(HOLD))
+    out = pytester.path / "out"
+    argv = ["--shards=2", f"--out={out}", "--", *ARGS]
+    submitted(capsys, *argv)
+    pid = _held(pytester.path)
+    element = _element(pid)
+    subprocess.run(["scancel", element], check=True)
+    _gone(pid)
+    wait_empty(slurm)
+    shard = element.split("_")[1]
+    said = (out / "logs" / "merge.out").read_text()
+    assert f"unfinished: {out / f'shard-{shard}-of-2.json'} (shard {shard}/2)" in said, said
+    assert read_metrics(out / "metrics.json")["run"]["partial"] is True
+    (pytester.path / "go").touch()
+    submitted(capsys, *argv)
+    wait_empty(slurm)
+    merged = read_metrics(out / "metrics.json")
+    assert merged["run"]["partial"] is False, (out / "logs" / "merge.out").read_text()
+    # HOLD starts before the cancel (3 finished, the held one cut short), then the 5 left.
+    assert len((pytester.path / "started-walk.txt").read_text()) == HOLD + EPISODES - (HOLD - 1)
+    assert len((pytester.path / "started-stroll.txt").read_text()) == EPISODES  # kept whole
+    monkeypatch.delenv("HOLD_AT")
+    pytester.runpytest(*ARGS, "--benchmark-metrics=whole.json").assert_outcomes(passed=2)
+    assert outcomes(merged) == outcomes(read_metrics(pytester.path / "whole.json"))
