@@ -1,5 +1,5 @@
-"""``pytest-benchmarks merge | compare | report | record-build``: work with a run's files outside
-pytest.
+"""``pytest-benchmarks merge | compare | report | record-build | slurm``: work with a run's
+files outside pytest, and submit a run to Slurm.
 
 ``merge`` joins the metrics of CI shards (or xdist remote machines) into one run and refuses
 inputs that overlap, were made with different settings or cut with different shard counts;
@@ -34,8 +34,9 @@ from pytest_benchmarks.metrics.runs import (
     InputError,
     Unjudgeable,
     compare_runs,
+    load,
     load_run,
-    merge,
+    merge_documents,
     missing_shards,
     partial_shards,
     task_name,
@@ -218,7 +219,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "merge":
             output_path(args.output)
-            document = merge(args.inputs)
+            shards = [(path, load(path)) for path in args.inputs]
+            document = merge_documents(shards)
             write_metrics(args.output, document)
             print(
                 f"merged {len(args.inputs)} files, {len(document['results'])} tasks: {args.output}"
@@ -226,7 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             missing = missing_shards(document)
             if missing:
                 print(f"missing: shard {', '.join(missing)}; the merged run is partial")
-            unfinished = partial_shards(args.inputs)
+            unfinished = partial_shards(shards)
             if unfinished:
                 print(
                     f"unfinished: {', '.join(unfinished)}; carry each on with its command and "

@@ -58,12 +58,15 @@ def start(project: pytest.Pytester, *args: str, hold_at: int) -> subprocess.Pope
     )  # fmt: skip
 
 
-def held(project: pytest.Pytester, session: subprocess.Popen[str]) -> int:
-    """Until walk's policy holds (its episodes before the held one finished); its process."""
-    deadline = time.monotonic() + 120
+def held(
+    project: pytest.Pytester, session: subprocess.Popen[str] | None, limit_s: float = 120
+) -> int:
+    """Until walk's policy holds (its episodes before the held one finished); its process.
+    ``session``: the session's process where this one started it (it must not have ended)."""
+    deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
         started = project.path / "started-walk.txt"
-        assert session.poll() is None, session.communicate()[0]
+        assert session is None or session.poll() is None, session.communicate()[0]
         if started.exists() and len(started.read_text()) >= HOLD:
             return int((project.path / "pid-walk.txt").read_text())
         time.sleep(0.01)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -110,7 +111,7 @@ def main() -> None:
     walls: dict[str, list[float]] = {"xdist": [], "array": [], "requeued": []}
     losses = []
     with tempfile.TemporaryDirectory() as folder, cluster(Path(folder) / "slurm") as slurm:
-        env = {**dict(__import__("os").environ), **slurm}
+        env = {**os.environ, **slurm}
         for i in range(args.repeats):
             base = Path(folder) / str(i)
             wall, whole = xdist(run_args, base / "xdist.json")

@@ -14,7 +14,6 @@ element is queued again (requeued), it submits itself again behind the array ins
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
 import subprocess
@@ -156,9 +155,7 @@ def submit(run: ArrayRun) -> tuple[str, str]:
 
 
 def _sbatch(command: str, args: Sequence[str]) -> str:
-    done = subprocess.run(
-        [command, "--parsable", *args], capture_output=True, text=True, env=os.environ.copy()
-    )
+    done = subprocess.run([command, "--parsable", *args], capture_output=True, text=True)
     if done.returncode != 0:
         why = (done.stderr.strip() or done.stdout.strip()).splitlines()
         script = next(a for a in args if a.endswith(".sbatch"))

@@ -81,7 +81,11 @@ def _parse(path: Path) -> Any:
 
 def merge(paths: Sequence[Path]) -> dict[str, Any]:
     """One metrics document from shards of the same run."""
-    documents = [(path, load(path)) for path in paths]
+    return merge_documents([(path, load(path)) for path in paths])
+
+
+def merge_documents(documents: Sequence[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
+    """``merge`` of shards already loaded: (path, document) each."""
     first_path, first = documents[0]
     owner: dict[str, Path] = {}
     results: list[TaskResult] = []
@@ -129,11 +133,11 @@ def _absent(runs: Sequence[dict[str, Any]]) -> list[str]:
     return [f"{i}/{count}" for i in range(1, count + 1) if i not in {c[0] for c in cuts}]
 
 
-def partial_shards(paths: Sequence[Path]) -> list[str]:
-    """``PATH (shard I/N)`` for each of a run's files whose own run did not finish."""
+def partial_shards(documents: Sequence[tuple[Path, dict[str, Any]]]) -> list[str]:
+    """``PATH (shard I/N)`` for each of a run's loaded files whose own run did not finish."""
     found = []
-    for path in paths:
-        run = load(path)["run"]
+    for path, document in documents:
+        run = document["run"]
         if run["partial"]:
             cut = run.get("shard")
             found.append(f"{path}" + (f" (shard {cut[0]}/{cut[1]})" if cut else ""))

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from held import ARGS, EPISODES, HOLD, NOTING_POLICY
+from held import ARGS, EPISODES, HOLD, NOTING_POLICY, held
 from helpers import TOY_CONFTEST, XDIST_VARIABLES, outcomes, read_metrics
 
 from pytest_benchmarks.cli import main
@@ -92,16 +92,6 @@ def _element(pid: int) -> str:
     return f"{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}"
 
 
-def _held(project: Path) -> int:
-    deadline = time.monotonic() + 300
-    started = project / "started-walk.txt"
-    while time.monotonic() < deadline:
-        if started.exists() and len(started.read_text()) >= HOLD:
-            return int((project / "pid-walk.txt").read_text())
-        time.sleep(0.05)
-    raise AssertionError("walk's policy never reached its hold")
-
-
 def _gone(pid: int) -> None:
     """Until the process has ended (a zombie no one reaps counts: it runs nothing)."""
     deadline = time.monotonic() + 120
@@ -129,7 +119,7 @@ def test_a_requeued_element_carries_its_shard_on_and_reruns_no_finished_episode(
     monkeypatch.setenv("HOLD_AT", str(HOLD))
     out = pytester.path / "out"
     submitted(capsys, "--shards=2", f"--out={out}", "--", *ARGS)
-    pid = _held(pytester.path)
+    pid = held(pytester, None, limit_s=300)  # its element may wait for the node
     element = _element(pid)
     subprocess.run(["scontrol", "requeue", element], check=True)
     start_again_soon(element, slurm)
@@ -165,7 +155,7 @@ def test_a_cancelled_element_is_named_by_the_merge_and_the_same_command_carries_
     out = pytester.path / "out"
     argv = ["--shards=2", f"--out={out}", "--", *ARGS]
     submitted(capsys, *argv)
-    pid = _held(pytester.path)
+    pid = held(pytester, None, limit_s=300)  # its element may wait for the node
     element = _element(pid)
     subprocess.run(["scancel", element], check=True)
     _gone(pid)
