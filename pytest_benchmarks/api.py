@@ -20,6 +20,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from pytest_benchmarks.cluster import ray_connect
+from pytest_benchmarks.cluster.ray_pool import RayPool
 from pytest_benchmarks.core import validation
 from pytest_benchmarks.core.benchmark import Benchmark
 from pytest_benchmarks.core.features import Feature
@@ -35,7 +37,7 @@ from pytest_benchmarks.core.settings import (
     OPTIONS,
     Settings,
 )
-from pytest_benchmarks.core.tasks import EnvConfig
+from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
 from pytest_benchmarks.engine import lifecycle
 from pytest_benchmarks.engine.dataset import DatasetSummary, build_dataset
 from pytest_benchmarks.engine.lifecycle import Run
@@ -93,6 +95,7 @@ def evaluate(
     policy_server_wait: float = DEFAULT_SERVER_WAIT_MS,
     progress: float | None = None,
     debug: bool = False,
+    ray: str | None = None,
 ) -> Evaluation:
     """Run ``episodes`` episodes of every selected task with ``policy``.
 
@@ -119,6 +122,8 @@ def evaluate(
     (``metaworld/push-v3: 20/50 episodes, 18 successes, 31 s``; 0: after every episode);
     None (the default): none. ``debug`` is ``--benchmark-debug``: one env in this process and a
     per-step trace per task beside the metrics JSON (``traces/BENCHMARK/TASK.jsonl``).
+    ``ray`` is ``--benchmark-ray``: each task a Ray task on the cluster at that address (or
+    ``auto``), the policy built on its node from a spec.
     """
     # The keywords by name, as the registry names them (this function's locals at entry).
     given = {API_KEYWORDS[name]: value for name, value in locals().items() if name in API_KEYWORDS}
@@ -135,6 +140,11 @@ def evaluate(
     )
     if batch_size is None and isinstance(policy, Policy):
         settings = replace(settings, batch_size=1)
+    if ray is not None and not isinstance(policy, str):
+        raise validation.OptionError(
+            "--benchmark-ray: each node builds the policy from its spec; give policy as a spec "
+            "string (e.g. 'lerobot:DIR'), not an object or a factory"
+        )
     if resume and metrics is None:
         raise validation.OptionError("--benchmark-resume: needs metrics=PATH, the run to carry on")
     # One process, no workers to serve: the run block records the server as off.
@@ -200,22 +210,55 @@ def run(
         document([*out.results, result], unfinished=True)
 
     kept = engine.kept
-    for task in engine.tasks():
-        if task.id in kept:
-            out.results.append(kept[task.id])
-            continue
-        env = engine.env(task)
-        processors = env.benchmark.processors(env.config)
-        make = partial(build_policy, policy, env.benchmark, env.config, env.num_envs,
-                       replace(settings.loading, server=server), processors.features)  # fmt: skip
-        if progress is not None:
-            progress.start()
-        try:
-            out.results.append(engine.run_task(env, make, processors, keep, progress=progress))
-        finally:
-            env.close()
+    pool = None if settings.ray is None else ray_pool(engine)
+    try:
+        for task in engine.tasks():
+            if task.id in kept:
+                out.results.append(kept[task.id])
+                continue
+            if progress is not None:
+                progress.start()
+            if pool is not None:  # the cluster runs every task at once; their rows come in order
+                out.results.append(pool.run_task(task, keep, progress=progress))
+            else:
+                out.results.append(run_here(engine, task, policy, keep, progress, server))
+    finally:
+        if pool is not None:
+            pool.close()
     document(out.results, unfinished=False)
     return out
+
+
+def run_here(
+    engine: RunEngine,
+    task: TaskRef,
+    policy: PolicyLike,
+    keep: Callable[[TaskResult], None],
+    progress: ProgressLines | None,
+    server: str | None,
+) -> TaskResult:
+    """One task in this process."""
+    env = engine.env(task)
+    processors = env.benchmark.processors(env.config)
+    loading = replace(engine.settings.loading, server=server)
+    make = partial(build_policy, policy, env.benchmark, env.config, env.num_envs,
+                   loading, processors.features)  # fmt: skip
+    try:
+        return engine.run_task(env, make, processors, keep, progress=progress)
+    finally:
+        env.close()
+
+
+def ray_pool(engine: RunEngine) -> RayPool:
+    """The run's tasks handed to the Ray cluster its settings name, all at once."""
+    settings = engine.settings
+    assert settings.ray is not None
+    ray_connect.connect(settings.ray, settings)
+    pool = RayPool(settings, engine.journal, lambda line: print(line, file=sys.stderr))
+    for task in engine.tasks():
+        if task.id not in engine.kept:
+            pool.submit(task, engine.resumed.get(task.id))
+    return pool
 
 
 def build_policy(

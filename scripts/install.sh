@@ -15,7 +15,7 @@
 # each xdist worker included, would otherwise rewrite and compile again at start-up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-extras="${1:-metaworld,libero,aloha,pusht,policies,lerobot,so101,video,test,lint,docs}"
+extras="${1:-metaworld,libero,aloha,pusht,policies,lerobot,so101,video,ray,test,lint,docs}"
 # The interpreter: Python 3.12 or newer (LeRobot 0.6 needs it).
 is_new_enough() { "$1" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; }
 find_python() {

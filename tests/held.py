@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from helpers import leftover_processes, read_metrics
 
-#: Notes each episode it starts (``started-TASK.txt``, one "x" per episode) and its process
-#: (``pid-TASK.txt``); with ``HOLD_AT`` set, the HOLD_AT-th start of walk waits for ``go``.
+#: Notes each episode it starts (``started-TASK.txt``, one "x" per episode), its process
+#: (``pid-TASK.txt``) and that one's parent (``parent-TASK.txt``: a Ray worker's raylet);
+#: with ``HOLD_AT`` set, the HOLD_AT-th start of walk waits for ``go``.
 NOTING_POLICY = """
 import os, time
 import numpy as np
@@ -27,6 +28,7 @@ class Noting:
         self.task, self.num_envs, self.started = task, num_envs, 0
     def reset(self, slots, seeds):
         Path(f"pid-{self.task}.txt").write_text(str(os.getpid()))
+        Path(f"parent-{self.task}.txt").write_text(str(os.getppid()))
         with open(f"started-{self.task}.txt", "a") as f:
             f.write("x" * len(slots))
         self.started += len(slots)

@@ -154,10 +154,12 @@ def test_sequential_run_sets_the_fixed_plan_beside_the_sequential_gate():
     assert "2 HELD" in sequential[5] and "→ no regression" in rows[1], rows[1]
 
 
-def test_cluster_scale_runs_a_slurm_array_beside_xdist_and_requeues_an_element():
-    """Two Meta-World tasks at 4 episodes: -n 2, a Slurm array of two elements on a cluster
-    the script starts, and the array with element 2 requeued after its first episode; the
-    records are equal (the script asserts it) and no finished episode runs again."""
+def test_cluster_scale_runs_a_slurm_array_and_ray_beside_xdist_and_loses_a_node_on_each():
+    """Two Meta-World tasks at 4 episodes: -n 2, a Slurm array of two elements and a Ray
+    cluster of two nodes, both started by the script, the array with element 2 requeued after
+    its first episode and the Ray run with a node killed then; the records are equal (the
+    script asserts it), no finished episode runs again, the lost node's task keeps what it
+    finished."""
     from pytest_benchmarks.cluster.local_slurm import unavailable
 
     why = unavailable()
@@ -166,8 +168,12 @@ def test_cluster_scale_runs_a_slurm_array_beside_xdist_and_requeues_an_element()
     out = run("cluster_scale.py", "--tasks", "reach-v3,push-v3", "--episodes", "4",
               "--requeue-after", "1")  # fmt: skip
     rows = [line for line in out.splitlines() if line.startswith("| ")]
-    assert [r.split(" | ")[0] for r in rows[1:4]] == [
-        "| xdist, `-n 2`", "| Slurm array, 2 elements", "| Slurm array, element 2 requeued mid-run"
+    assert [r.split(" | ")[0] for r in rows[1:6]] == [
+        "| xdist, `-n 2`", "| Slurm array, 2 elements", "| Slurm array, element 2 requeued mid-run",
+        "| Ray, 2 nodes of 1 CPU", "| Ray, a node killed mid-run",
     ], out  # fmt: skip
-    loss = rows[-1].strip("| ").split(" | ")
+    loss = rows[7].strip("| ").split(" | ")
     assert loss[0] == "shard 2/2" and int(loss[1]) >= 1 and loss[3] == "0", out
+    lost = rows[-1].strip("| ").split(" | ")
+    assert lost[0] == "a running task's node" and int(lost[2]) >= 1, out
+    assert int(lost[2]) + int(lost[3]) == 4, out

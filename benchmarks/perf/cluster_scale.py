@@ -1,10 +1,12 @@
-"""One run on one machine's xdist workers against the same run as a Slurm array, and the array
-with one element requeued mid-task (its node gone): wall time, the overhead per task, and what
-the requeued element kept and ran again.
+"""One run on one machine's xdist workers against the same run as a Slurm array and on a Ray
+cluster, each also with a node lost mid-task: wall time, the overhead per task, and what the
+lost node's task kept and ran again.
 
 The array runs on a single-node Slurm cluster of its own (``cluster.local_slurm``: needs root
 and Debian's slurm-wlm and munge), two elements on this machine's two cores, as ``-n 2`` has
-two workers. Wall time is from the command to the merged metrics JSON. Printed as Markdown.
+two workers; the Ray cluster (``cluster.local_ray``) is a head and two worker nodes of one CPU
+each, and a killed node is replaced before the next repeat. Wall time is from the command to
+the (merged) metrics JSON; neither cluster's start counts. Printed as Markdown.
 
     python benchmarks/perf/cluster_scale.py --repeats 3
 """
@@ -20,8 +22,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
+import psutil
+
+from pytest_benchmarks.cluster import local_ray
 from pytest_benchmarks.cluster.local_slurm import cluster, start_again_soon, unavailable, wait_empty
 from pytest_benchmarks.metrics import journal
 
@@ -75,6 +81,37 @@ def array(args: list[str], out: Path, env: dict[str, str], requeue_after: int = 
     return wall, outcomes(out / "metrics.json"), loss
 
 
+def on_ray(args: list[str], out: Path, ray: local_ray.LocalRay, kill_after: int = 0
+           ) -> tuple[float, dict[str, list], dict[str, int]]:  # fmt: skip
+    """The session on the Ray cluster; with ``kill_after``, the node of a running task is
+    killed once the controller's journal holds that many episodes, and a new node added."""
+    started = time.perf_counter()
+    env = {**os.environ, **ray.env}
+    command = [sys.executable, "-m", "pytest", *args, f"--benchmark-ray={ray.address}",
+               f"--benchmark-metrics={out}"]  # fmt: skip
+    session = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    loss: dict[str, int] = {}
+    if kill_after:
+        folder = journal.folder_for(out)
+        while _journalled(folder) < kill_after:
+            time.sleep(0.05)
+        busy = [p for p in psutil.process_iter(["name"]) if p.info["name"] == "ray::run_on_node"]
+        ray.kill_node(busy[0].parent())
+    said, _ = session.communicate(timeout=3600)
+    wall = time.perf_counter() - started
+    if session.returncode != 0:
+        raise SystemExit(f"the session on Ray failed:\n{said}")
+    if kill_after:
+        found = re.search(r"lost after (\d+) of (\d+) episodes", said)
+        if found is None:
+            raise SystemExit(f"no node loss was reported:\n{said}")
+        kept, planned = int(found[1]), int(found[2])
+        loss = {"finished before": kept, "kept": kept, "run after": planned - kept}
+        ray.add_node(1)
+    return wall, outcomes(out), loss
+
+
 def _journalled(folder: Path) -> int:
     try:
         return sum(len(r.episodes) for r in journal.read(folder).results.values())
@@ -108,27 +145,30 @@ def main() -> None:
     if why:
         raise SystemExit(f"cluster_scale: no Slurm cluster here: {why}")
     run_args = pytest_args(args.tasks, args.episodes)
-    walls: dict[str, list[float]] = {"xdist": [], "array": [], "requeued": []}
-    losses = []
-    with tempfile.TemporaryDirectory() as folder, cluster(Path(folder) / "slurm") as slurm:
+    names = ("xdist", "array", "requeued", "ray", "ray_lost")
+    walls: dict[str, list[float]] = {name: [] for name in names}
+    losses: dict[str, list[dict[str, int]]] = {"requeued": [], "ray_lost": []}
+    with (tempfile.TemporaryDirectory() as folder, cluster(Path(folder) / "slurm") as slurm,
+          local_ray.cluster(nodes=2, cpus=1) as ray):  # fmt: skip
         env = {**os.environ, **slurm}
         for i in range(args.repeats):
             base = Path(folder) / str(i)
             wall, whole = xdist(run_args, base / "xdist.json")
             walls["xdist"].append(wall)
-            wall, sharded, _ = array(run_args, base / "array", env)
-            walls["array"].append(wall)
-            assert sharded == whole, "the array's episodes differ from -n 2's"
-            wall, requeued, loss = array(run_args, base / "requeued", env, args.requeue_after)
-            walls["requeued"].append(wall)
-            if requeued != whole:
-                folder = base / "requeued" / "logs"
-                logs = "\n".join(f"== {f.name}\n{f.read_text()}" for f in sorted(folder.iterdir()))
-                raise SystemExit(
-                    f"the requeued array's episodes differ from -n 2's: {requeued} "
-                    f"against {whole}\n{logs}"
-                )
-            losses.append(loss)
+            runs = {
+                "array": partial(array, run_args, base / "array", env),
+                "requeued": partial(array, run_args, base / "requeued", env, args.requeue_after),
+                "ray": partial(on_ray, run_args, base / "ray.json", ray),
+                "ray_lost": partial(on_ray, run_args, base / "ray-lost.json", ray,
+                                    args.requeue_after),
+            }  # fmt: skip
+            for name, go in runs.items():
+                wall, got, loss = go()
+                walls[name].append(wall)
+                if got != whole:
+                    raise SystemExit(f"{name}: the episodes differ from -n 2's: {got} != {whole}")
+                if name in losses:
+                    losses[name].append(loss)
     tasks = len(whole)
     base = statistics.median(walls["xdist"])
     print(
@@ -137,15 +177,23 @@ def main() -> None:
     )
     print("| how | wall time | against -n 2 | overhead per task |")
     print("|---|---|---|---|")
-    for name, label in (("xdist", "xdist, `-n 2`"), ("array", "Slurm array, 2 elements"),
-                        ("requeued", "Slurm array, element 2 requeued mid-run")):  # fmt: skip
+    labels = {"xdist": "xdist, `-n 2`", "array": "Slurm array, 2 elements",
+              "requeued": "Slurm array, element 2 requeued mid-run",
+              "ray": "Ray, 2 nodes of 1 CPU", "ray_lost": "Ray, a node killed mid-run"}  # fmt: skip
+    for name in names:
         wall = statistics.median(walls[name])
-        print(f"| {label} | {wall:.1f} s | {wall / base:.2f}x | {(wall - base) / tasks:+.2f} s |")
+        print(f"| {labels[name]} | {wall:.1f} s | {wall / base:.2f}x | "
+              f"{(wall - base) / tasks:+.2f} s |")  # fmt: skip
     print("\n| requeued element | finished before the kill | kept on restart | finished ones "
           "run again |\n|---|---|---|---|")  # fmt: skip
-    for loss in losses:
+    for loss in losses["requeued"]:
         print(f"| shard 2/2 | {loss['finished before']} | {loss['kept']} | "
               f"{loss['finished ones run again']} |")  # fmt: skip
+    print("\n| Ray node killed | its task's episodes finished | kept | run on another node |"
+          "\n|---|---|---|---|")  # fmt: skip
+    for loss in losses["ray_lost"]:
+        print(f"| a running task's node | {loss['finished before']} | {loss['kept']} | "
+              f"{loss['run after']} |")  # fmt: skip
 
 
 if __name__ == "__main__":

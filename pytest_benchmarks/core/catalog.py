@@ -42,6 +42,12 @@ def register(name: str) -> Callable[[type[Benchmark]], type[Benchmark]]:
     return decorate
 
 
+def registered_modules() -> list[str]:
+    """The modules whose ``register`` made a benchmark known without an entry point: another
+    process (a Ray node) imports them to know the same benchmarks."""
+    return sorted({cls.__module__ for cls in _REGISTERED.values()})
+
+
 def _entry_points() -> dict[str, metadata.EntryPoint]:
     return {ep.name: ep for ep in metadata.entry_points(group=GROUP)}
 

@@ -71,18 +71,27 @@ def _benchmarks(flag: str, value: Any) -> tuple[str, ...] | None:
     return chosen
 
 
-def _device(flag: str, value: Any) -> str:
-    device: str = values.choice(DEVICES)(flag, value)
-    if device == "cuda":
-        try:
-            import torch
-        except ImportError:
-            raise OptionError(
-                f"{flag}: cuda needs torch: pip install 'pytest-benchmarks[policies]'"
-            ) from None
-        if not torch.cuda.is_available():
-            raise OptionError(f"{flag}: cuda, but torch sees no CUDA device; use cpu")
-    return device
+def check_cuda_here(flag: str = "--benchmark-device") -> None:
+    """cuda for a run whose policies act in this machine's processes: torch must see a GPU."""
+    try:
+        import torch
+    except ImportError:
+        raise OptionError(
+            f"{flag}: cuda needs torch: pip install 'pytest-benchmarks[policies]'"
+        ) from None
+    if not torch.cuda.is_available():
+        raise OptionError(f"{flag}: cuda, but torch sees no CUDA device; use cpu")
+
+
+def _ray_address(flag: str, value: Any) -> str:
+    address = str(value).strip()
+    host, _, port = address.rpartition(":")
+    if address == "auto" or (host and port.isdigit() and "/" not in host):
+        return address
+    raise OptionError(
+        f"{flag}: {address!r} is neither auto nor a Ray head's HOST:PORT (e.g. 10.0.0.5:6379; "
+        "the session runs on a node of the cluster, so ray:// client addresses are not taken)"
+    )
 
 
 #: Where the image size came from when no option gave it and no checkpoint declared one.
@@ -142,7 +151,7 @@ class Settings:
     ))
     device: str = setting("auto", Option(
         "where learned policies run: auto (cuda when available), cpu or cuda (default auto)",
-        _device, "{auto,cpu,cuda}", api="device",
+        values.choice(DEVICES), "{auto,cpu,cuda}", api="device",
     ))
     obs: str | None = setting(None, Option(
         "observations: state (no rendering), pixels (camera images too) or lerobot (the layout "
@@ -301,6 +310,14 @@ class Settings:
         "default 5)",
         values.number(lambda x: 0 <= x < math.inf, "a number of milliseconds >= 0"), "MS",
         api="policy_server_wait",
+    ))
+    #: Run the tasks on a Ray cluster instead of in this process or xdist workers.
+    ray: str | None = setting(None, Option(
+        "run each task as a Ray task on the cluster whose head is at ADDRESS (HOST:PORT), or "
+        "auto (the one RAY_ADDRESS or a local `ray start` names): placed on a node with free "
+        "CPUs (a GPU for --benchmark-device=cuda); a task whose node dies is carried on "
+        "elsewhere from its finished episodes (needs the ray extra; docs/scaling.md)",
+        _ray_address, "auto|ADDRESS", api="ray", run_block=False,
     ))
     # fmt: on
     #: Where ``image_size`` came from: the option, the default, or a LeRobot checkpoint's

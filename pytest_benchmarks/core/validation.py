@@ -26,6 +26,7 @@ from pytest_benchmarks.core.settings import (
     OPTION_SOURCE,
     OPTIONS,
     Settings,
+    check_cuda_here,
 )
 from pytest_benchmarks.core.values import OptionError
 
@@ -60,6 +61,10 @@ def build(*, root: Path, **given: Any) -> Settings:
     source = OPTION_SOURCE if "image_size" in chosen else DEFAULT_SOURCE
     result = Settings(**chosen, image_size_from=source)
     _check_policy_source(result.policy)
+    if result.device == "cuda" and result.ray is None:  # on Ray, the cluster's nodes decide
+        check_cuda_here()
+    if result.ray is not None:
+        _check_ray(result)
     if result.batched_inference and not result.policy.is_lerobot:
         raise OptionError(
             "--benchmark-batched-inference: only lerobot: policies share forward passes across "
@@ -88,6 +93,20 @@ def build(*, root: Path, **given: Any) -> Settings:
             f"--benchmark-policy is {result.policy}; drop the option or use a lerobot: policy"
         )
     return result
+
+
+def _check_ray(result: Settings) -> None:
+    """What a run on Ray cannot do: one env in this process (a debugger's), a policy server."""
+    if result.single_env:
+        raise OptionError(
+            "--benchmark-ray: --benchmark-debug and --benchmark-episode run one env in this "
+            "process (for a debugger); drop --benchmark-ray or them"
+        )
+    if result.policy_server == "on":
+        raise OptionError(
+            "--benchmark-ray: each Ray task loads its own policy; --benchmark-policy-server=on "
+            "serves xdist workers on one machine; use auto or off"
+        )
 
 
 def _check_policy_source(spec: PolicySpec) -> None:

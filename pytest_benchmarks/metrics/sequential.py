@@ -31,6 +31,7 @@ the level does not pay for).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -229,6 +230,13 @@ class SequentialStop:
         self.test = SequentialTest(threshold, can_fail=can_fail)
         self.read = 0  # pairs of ``order`` fed to the test
         self.seen = 0  # episodes of the result taken
+
+    def carried(self, episodes: Iterable[EpisodeRecord]) -> SequentialStop:
+        """This rule for a task carried on (a node lost mid-task) from ``episodes``: a copy that
+        counts them as kept, as a resumed file's."""
+        again = copy.deepcopy(self)
+        again.ran.update({e.index: e for e in episodes})
+        return again
 
     def __call__(self, result: TaskResult) -> str | None:
         fresh = result.episodes[self.seen :]

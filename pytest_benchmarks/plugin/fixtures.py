@@ -135,6 +135,10 @@ def evaluate(
         reporter = ProgressReporter(request.node, benchmark_task.id, state.settings.progress_s)
         reporter.start()
         try:
+            if state.remote is not None:  # --benchmark-ray: its node runs it
+                return state.remote.run_task(
+                    benchmark_task, record, progress=reporter, notify=reporter.notice
+                )
             return state.engine.run_task(
                 vector_env,
                 build_policy,

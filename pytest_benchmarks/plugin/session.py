@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -19,6 +20,9 @@ from pytest_benchmarks.metrics.gate import Comparison
 from pytest_benchmarks.metrics.resume import ResumeError
 from pytest_benchmarks.plugin import options
 from pytest_benchmarks.serving.launch import PolicyServers
+
+if TYPE_CHECKING:
+    from pytest_benchmarks.cluster.ray_pool import RayPool
 
 
 @dataclass
@@ -50,6 +54,8 @@ class SessionState:
     servers: PolicyServers | None = None
     #: The policy server this process's policies act through (an endpoint's text), or None.
     endpoint: str | None = None
+    #: --benchmark-ray: the cluster the controller's tests take their rows from.
+    remote: RayPool | None = None
 
     @property
     def engine(self) -> RunEngine:

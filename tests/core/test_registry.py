@@ -61,6 +61,7 @@ OTHER: dict[str, Any] = {
     "batched_inference": True,
     "policy_server": "off",
     "policy_server_wait": "50",
+    "ray": "10.0.0.5:6379",
 }
 
 

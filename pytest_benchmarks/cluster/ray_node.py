@@ -1,0 +1,135 @@
+"""One task on a Ray node: the engine runs there as it runs in an xdist worker, and each fact
+(the task started, an episode finished, a notice, the task's row or its error) goes to the
+controller's mailbox the moment it happens.
+
+Each fact waits for the one before it to have arrived: while an episode runs, the one that
+finished before it is on its way, so a node that dies loses at most that one and the episode it
+was running; the controller keeps the rest and carries the task on from them elsewhere. The
+engine runs in the worker's main thread, where ``--benchmark-timeout``'s timer works
+(``engine.deadline``). The node sees the controller's files (a shared filesystem, as a cluster
+has): it works in the controller's directory, with its import paths, and imports the modules
+that registered benchmarks there.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import psutil
+
+from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.errors import one_line
+from pytest_benchmarks.core.features import FeatureMismatch
+from pytest_benchmarks.core.policy import Policy, PolicyError
+from pytest_benchmarks.core.results import TaskResult
+from pytest_benchmarks.core.settings import Settings
+from pytest_benchmarks.core.tasks import TaskRef
+from pytest_benchmarks.engine.run import RunEngine
+from pytest_benchmarks.engine.vector import LazyVectorEnv
+from pytest_benchmarks.policies import make_policy
+from pytest_benchmarks.policies.endpoint import PolicyServerError
+from pytest_benchmarks.policies.hub import PolicySourceError
+
+#: What a task tells the controller, by kind: ``started`` (pid, created, node), ``episode``
+#: (the record and the policy's identity), ``notice`` (a line), ``row`` (the task's whole row,
+#: however it ended), ``error`` (after the row: ``line``, ``policy`` when the policy could not be
+#: built, ``trace``).
+KINDS = ("started", "episode", "notice", "row", "error")
+
+
+@dataclass(frozen=True)
+class NodeRequest:
+    """A task to run on a node, with what the controller's process knows that the node does
+    not: the episodes already kept, the stopping rule, its directory and import paths."""
+
+    settings: Settings
+    task: TaskRef
+    #: The task's episodes kept so far (a resumed file's, or a lost node's), or None.
+    kept: TaskResult | None
+    #: The envs the task steps together on the node.
+    batch_size: int
+    #: --benchmark-sequential's rule for the task, or None.
+    stop: Callable[[TaskResult], str | None] | None
+    cwd: str
+    paths: tuple[str, ...]
+    #: Modules that registered benchmarks in the controller (``catalog.registered_modules``).
+    modules: tuple[str, ...]
+
+
+def _enter(request: NodeRequest) -> None:
+    """Work where the controller works, import what it imports."""
+    for path in reversed(request.paths):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    importlib.invalidate_caches()
+    if os.path.isdir(request.cwd):
+        os.chdir(request.cwd)
+    for module in request.modules:
+        importlib.import_module(module)
+
+
+def run_on_node(request: NodeRequest, mailbox: Any) -> None:
+    """Run ``request``'s task here, telling ``mailbox`` (the controller's ``Mailbox`` actor)
+    everything as it happens; what goes wrong goes there too, as the task's error."""
+    import ray
+
+    task = request.task
+
+    unacknowledged: list[Any] = []
+
+    def tell(kind: str, wait: bool = True, **data: Any) -> None:
+        """Send a fact; the one sent before it must have arrived first (``wait``), and this
+        one too before the task returns: at most the last finished episode is on its way when
+        the node dies, while the next one runs."""
+        if wait and unacknowledged:
+            ray.get(unacknowledged)
+            unacknowledged.clear()
+        unacknowledged.append(mailbox.put.remote(task.id, kind, data))
+
+    node = ray.get_runtime_context().get_node_id()
+    tell("started", pid=os.getpid(), created=psutil.Process().create_time(), node=node)
+    try:
+        _enter(request)
+        settings = request.settings
+        resumed = {task.id: request.kept} if request.kept is not None else {}
+        engine = RunEngine(settings, {task.env: [task]}, resumed=resumed)
+        env = LazyVectorEnv(
+            catalog.get(task.env),
+            settings.env_config(task),
+            request.batch_size,
+            sync=settings.sync or settings.single_env or request.batch_size == 1,
+        )
+        processors = env.benchmark.processors(env.config)
+
+        def build() -> Policy:
+            try:
+                return make_policy(
+                    settings.policy, env.benchmark, env.config, env.num_envs,
+                    settings.loading, processors.features,
+                )  # fmt: skip
+            except (PolicySourceError, FeatureMismatch, PolicyServerError) as exc:
+                raise PolicyError(str(exc)) from None
+
+        def episode(result: TaskResult) -> None:
+            tell("episode", record=result.episodes[-1], policy=result.policy)
+
+        engine.run_task(
+            env,
+            build,
+            processors,
+            lambda row: tell("row", row=row),
+            progress=episode,
+            notify=lambda line: tell("notice", wait=False, line=line),
+            stop=request.stop,
+        )
+    except PolicyError as exc:
+        tell("error", line=str(exc), policy=True, trace="")
+    except BaseException as exc:  # the task's error, whatever it is, reaches the controller
+        tell("error", line=one_line(exc), policy=False, trace=traceback.format_exc())
+    ray.get(unacknowledged)  # every fact arrived before the task returns

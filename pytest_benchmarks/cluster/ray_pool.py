@@ -1,0 +1,309 @@
+"""The controller's side of ``--benchmark-ray``: each task a Ray task placed by the resources it
+needs, its facts gathered from one mailbox, its episodes journaled here as they arrive, a task
+whose node died carried on elsewhere from the episodes it finished.
+
+The session stays the controller: its tests wait for their task's row here (``run_task``, the
+engine's own signature), the gate, the metrics JSON and the journal are the same as with xdist
+workers. Every task is handed to Ray when the session starts (``submit``), so the cluster runs
+them side by side while the tests read their rows in order. Ray places each task on a node with
+a free CPU (and a GPU for ``--benchmark-device=cuda``), not round-robin. A node's worker sends
+each finished episode to the ``Mailbox`` actor, which lives on the controller's node, and waits
+for it to arrive before the next episode starts (``ray_node``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pytest_benchmarks.cluster import ray_connect
+from pytest_benchmarks.cluster.ray_node import NodeRequest, run_on_node
+from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.policy import PolicyError
+from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
+from pytest_benchmarks.core.settings import Settings
+from pytest_benchmarks.core.tasks import TaskRef
+from pytest_benchmarks.engine.deadline import GRACE_S
+from pytest_benchmarks.metrics.journal import JournalWriter
+from pytest_benchmarks.metrics.resume import carry_on, plan_task
+
+#: How often a node's lost task is started again elsewhere before it is the task's error.
+RETRIES = 3
+#: How long one look at the mailbox waits for a fact.
+WAIT_S = 0.2
+#: Past --benchmark-timeout and the engine's own stops, a task's Ray worker is ended from here.
+CANCEL_AFTER_S = 3 * GRACE_S + 5.0
+
+
+class RemoteTaskError(RuntimeError):
+    """A task failed on its node: the node's traceback, as text."""
+
+
+class Mailbox:
+    """Facts of every running task in arrival order (a Ray actor on the controller's node)."""
+
+    def __init__(self) -> None:
+        self.facts: list[tuple[str, str, dict[str, Any]]] = []
+        self.arrived = asyncio.Event()
+
+    async def put(self, task_id: str, kind: str, data: dict[str, Any]) -> None:
+        self.facts.append((task_id, kind, data))
+        self.arrived.set()
+
+    async def take(self, wait_s: float) -> list[tuple[str, str, dict[str, Any]]]:
+        """What arrived since the last take, waiting up to ``wait_s`` for a first fact."""
+        if not self.facts:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.arrived.wait(), wait_s)
+        facts, self.facts = self.facts, []
+        self.arrived.clear()
+        return facts
+
+
+@dataclass
+class Remote:
+    """One task on the cluster: what it keeps, what arrived from its node, how it ended."""
+
+    task: TaskRef
+    #: The episodes the task started with (a resumed file's), or None.
+    kept: TaskResult | None
+    stop: Callable[[TaskResult], str | None] | None
+    #: The episodes its nodes finished in this session (carried on after a lost node).
+    done: TaskResult
+    ref: Any = None
+    node: str = ""
+    started_at: float | None = None
+    journaled: bool = False
+    #: Nodes lost running it.
+    lost: int = 0
+    #: Ended from here past --benchmark-timeout.
+    cancelled: bool = False
+    row: TaskResult | None = None
+    error: dict[str, Any] | None = None
+    #: The test waiting for the row: its progress and notices.
+    progress: Callable[[TaskResult], None] | None = None
+    notify: Callable[[str], None] | None = None
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def ended(self) -> bool:
+        return self.row is not None
+
+    def so_far(self, planned: int) -> TaskResult:
+        """Every episode the task has: the kept ones and those its nodes finished."""
+        return carry_on(self.kept, self.done, planned)
+
+
+class RayPool:
+    """The session's tasks on a Ray cluster (``ray_connect.connect`` has joined it)."""
+
+    def __init__(
+        self, settings: Settings, journal: JournalWriter | None, show: Callable[[str], None]
+    ) -> None:
+        import ray
+
+        self.ray = ray
+        self.settings = settings
+        self.journal = journal
+        self.show = show
+        here = ray.get_runtime_context().get_node_id()
+        strategy = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(here, soft=False)
+        actor = ray.remote(Mailbox).options(
+            num_cpus=0, max_concurrency=1000, scheduling_strategy=strategy
+        )
+        #: The Mailbox actor's handle (Ray's types see the class, not the handle).
+        self.mailbox: Any = actor.remote()
+        self.remotes: dict[str, Remote] = {}
+        self.batch_size = min(settings.batch_size or 1, settings.planned)
+        needs = ray_connect.needs(settings)
+        self.function = ray.remote(run_on_node).options(max_retries=0, **needs)
+        self.paths = tuple(p for p in sys.path if p and os.path.isdir(p))
+        self.modules = tuple(catalog.registered_modules())
+
+    def submit(
+        self,
+        task: TaskRef,
+        kept: TaskResult | None = None,
+        stop: Callable[[TaskResult], str | None] | None = None,
+    ) -> None:
+        """Hand ``task`` to the cluster (once), carrying on from ``kept``'s episodes."""
+        if task.id in self.remotes:
+            return
+        kept, _ = plan_task(kept, self.settings.indices)
+        done = TaskResult(task, batch_size=self.batch_size, planned=self.settings.planned)
+        remote = self.remotes[task.id] = Remote(task, kept, stop, done)
+        self._start(remote, kept, stop)
+
+    def _start(
+        self,
+        remote: Remote,
+        kept: TaskResult | None,
+        stop: Callable[[TaskResult], str | None] | None,
+    ) -> None:
+        request = NodeRequest(
+            self.settings, remote.task, kept, self.batch_size, stop,
+            os.getcwd(), self.paths, self.modules,
+        )  # fmt: skip
+        remote.started_at = None
+        remote.ref = self.function.remote(request, self.mailbox)
+
+    def run_task(
+        self,
+        task: TaskRef,
+        writer: Callable[[TaskResult], None],
+        progress: Callable[[TaskResult], None] | None = None,
+        notify: Callable[[str], None] | None = None,
+    ) -> TaskResult:
+        """Wait for ``task``'s row (handing it to the cluster if it is not there yet), show
+        its progress and notices, and give the row to ``writer``; the task's error is raised
+        after it, as the engine's ``run_task`` does (``PolicyError`` for a policy that could
+        not be built)."""
+        remote = self.remotes.get(task.id)
+        if remote is None:
+            self.submit(task)
+            remote = self.remotes[task.id]
+        remote.progress, remote.notify = progress, notify
+        for line in remote.lines:  # said while no test waited for it
+            self._tell(remote, line)
+        remote.lines.clear()
+        while not remote.ended:
+            self.pump()
+        assert remote.row is not None
+        writer(remote.row)
+        error = remote.error
+        if error is None:
+            return remote.row
+        if error.get("policy"):
+            raise PolicyError(error["line"])
+        raise RemoteTaskError(error.get("trace") or error["line"])
+
+    def pump(self) -> None:
+        """One look: the facts that arrived, the tasks whose Ray task ended."""
+        ray = self.ray
+        running = {r.ref: r for r in self.remotes.values() if not r.ended and r.ref is not None}
+        ended, _ = ray.wait(list(running), num_returns=len(running), timeout=0)
+        for task_id, kind, data in ray.get(self.mailbox.take.remote(0 if ended else WAIT_S)):
+            getattr(self, f"_on_{kind}")(self.remotes[task_id], data)
+        for ref in ended:
+            self._finished(running[ref], ref)
+        self._past_deadline()
+
+    def _on_started(self, remote: Remote, data: dict[str, Any]) -> None:
+        remote.node, remote.started_at = data["node"], time.monotonic()
+        if self.journal is not None and not remote.journaled:
+            remote.journaled = True
+            self.journal.start(remote.kept or remote.done)
+
+    def _on_episode(self, remote: Remote, data: dict[str, Any]) -> None:
+        record: EpisodeRecord = data["record"]
+        remote.done.episodes.append(record)
+        remote.done.policy = data["policy"]
+        if self.journal is not None:
+            self.journal.episode(remote.task.id, record, data["policy"])
+        if remote.progress is not None:
+            remote.progress(remote.so_far(self.settings.planned))
+
+    def _on_notice(self, remote: Remote, data: dict[str, Any]) -> None:
+        self._tell(remote, data["line"])
+
+    def _on_row(self, remote: Remote, data: dict[str, Any]) -> None:
+        row: TaskResult = data["row"]
+        if remote.cancelled and row.error is None:
+            row = replace(row, error=self._timeout_error(remote))
+        remote.row = row
+        if self.journal is not None:
+            self.journal.end(row)
+
+    def _on_error(self, remote: Remote, data: dict[str, Any]) -> None:
+        remote.error = data
+
+    def _tell(self, remote: Remote, line: str) -> None:
+        if remote.notify is not None:
+            remote.notify(line)
+        elif remote.ended:
+            self.show(f"{remote.task.id}: {line}")
+        else:
+            remote.lines.append(line)
+
+    def _finished(self, remote: Remote, ref: Any) -> None:
+        """The Ray task ended: with its row (its facts arrived before it returned); with its
+        node gone, in which case the task starts again elsewhere from what arrived; or with
+        its worker gone or its code unable to start there, which is the task's error."""
+        exceptions = self.ray.exceptions
+        try:
+            self.ray.get(ref)
+            why = None if remote.ended else "its Ray task returned without its row"
+        except exceptions.NodeDiedError as exc:
+            self._carry_on(remote, f"{type(exc).__name__}: {_first_line(exc)}")
+            return
+        except exceptions.RayError as exc:
+            why = f"{type(exc).__name__}: {_first_line(exc)}"
+        if remote.ended:
+            return
+        node = remote.node[:8] or "?"
+        if remote.cancelled:
+            self._fail(remote, self._timeout_error(remote))
+        else:
+            self._fail(remote, f"RayTaskFailed: {remote.task.id} on node {node}: {why}")
+
+    def _carry_on(self, remote: Remote, why: str) -> None:
+        """Its node died: start the task again on another from the episodes that arrived."""
+        planned = self.settings.planned
+        so_far = remote.so_far(planned)
+        node = remote.node[:8] or "?"
+        remote.lost += 1
+        if remote.lost > RETRIES:
+            self._fail(remote, f"NodeLost: {remote.task.id} lost {remote.lost} nodes: {why}")
+            return
+        self._tell(
+            remote,
+            f"{remote.task.id}: node {node} lost after {so_far.n_episodes} of {planned} "
+            f"episodes ({why}); "
+            f"carried on from them on another node (try {remote.lost + 1} of {RETRIES + 1})",
+        )
+        stop = remote.stop
+        if stop is not None and hasattr(stop, "carried"):
+            stop = stop.carried(so_far.episodes)
+        self._start(remote, so_far if so_far.episodes else None, stop)
+
+    def _fail(self, remote: Remote, error: str) -> None:
+        row = replace(remote.so_far(self.settings.planned), error=error)
+        self._on_row(remote, {"row": row})
+        remote.error = {"line": error, "policy": False, "trace": error}
+
+    def _timeout_error(self, remote: Remote) -> str:
+        return (
+            f"TaskTimeout: {remote.task.id} timed out after {self.settings.timeout:g} s "
+            "(--benchmark-timeout); its Ray worker did not stop and was ended from outside"
+        )
+
+    def _past_deadline(self) -> None:
+        limit = self.settings.timeout
+        if limit is None:
+            return
+        now = time.monotonic()
+        for remote in self.remotes.values():
+            started = remote.started_at
+            if remote.ended or remote.cancelled or started is None:
+                continue
+            if now - started > limit + CANCEL_AFTER_S:
+                remote.cancelled = True
+                self.ray.cancel(remote.ref, force=True)
+
+    def close(self) -> None:
+        """Stop what still runs (an interrupted session) and leave the cluster."""
+        for remote in self.remotes.values():
+            if not remote.ended and remote.ref is not None:
+                self.ray.cancel(remote.ref, force=True)
+        self.ray.shutdown()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

@@ -1,0 +1,157 @@
+"""``--benchmark-ray`` on a real Ray cluster of a head and two worker nodes of one CPU each
+(separate ``ray start`` processes, ``local_ray``): tasks placed on the nodes with a free CPU,
+per-episode records equal to the session's own with -n 0, and a node killed mid-task (its
+raylet and everything under it) losing none of the episodes the task finished there."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import psutil
+import pytest
+import toybench  # noqa: F401  (registers toy for the API's calls)
+from held import ARGS, EPISODES, HOLD, NOTING_POLICY, held
+from helpers import TOY_CONFTEST, TOY_TESTS, XDIST_VARIABLES, outcomes, read_metrics
+
+from pytest_benchmarks.api import evaluate
+from pytest_benchmarks.cluster.local_ray import LocalRay, cluster, unavailable
+
+pytestmark = pytest.mark.e2e
+
+METAWORLD_TESTS = """
+import pytest
+
+pytestmark = pytest.mark.benchmark_env("metaworld")
+
+def test_rollout(evaluate):
+    assert evaluate().n_episodes == 3
+"""
+
+
+@pytest.fixture
+def ray_cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalRay]:
+    why = unavailable()
+    if why:
+        pytest.skip(f"no Ray cluster here: {why}")
+    for name in XDIST_VARIABLES:  # the nodes' workers inherit this environment
+        monkeypatch.delenv(name, raising=False)
+    with cluster(nodes=2, cpus=1) as running:
+        for name, value in running.env.items():
+            monkeypatch.setenv(name, value)
+        yield running
+
+
+def session(pytester: pytest.Pytester, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", *args], cwd=pytester.path,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+
+
+def test_tasks_run_on_the_nodes_with_free_cpus_and_equal_the_session_without_ray(
+    pytester: pytest.Pytester, ray_cluster: LocalRay
+):
+    """Meta-World's reach, push and button-press on the cluster: records equal to -n 0's; the
+    toy's two tasks, each asking for one CPU, run on the two nodes at once, each under its own
+    raylet."""
+    pytester.makepyfile(test_mw=METAWORLD_TESTS)
+    args = ["-p", "no:cacheprovider", "--benchmark-env=metaworld",
+            "--benchmark-task=reach-v3,push-v3,button-press-v3", "--benchmark-episodes=3"]  # fmt: skip
+    ray = session(pytester, *args, "--benchmark-ray=auto", "--benchmark-metrics=ray.json")
+    out, _ = ray.communicate(timeout=300)
+    assert ray.returncode == 0, out
+    assert "ray: auto, 3 nodes, 2 CPUs, 0 GPUs" in out
+    pytester.runpytest(*args, "--benchmark-metrics=whole.json").assert_outcomes(passed=3)
+    on_ray = read_metrics(pytester.path / "ray.json")
+    assert outcomes(on_ray) == outcomes(read_metrics(pytester.path / "whole.json"))
+    assert on_ray["run"]["partial"] is False and not (pytester.path / "ray.json.journal").exists()
+
+    (pytester.path / "test_mw.py").unlink()
+    pytester.makeconftest(TOY_CONFTEST)
+    pytester.makepyfile(test_toy=TOY_TESTS, noting=NOTING_POLICY)
+    toy = session(pytester, *ARGS, "--benchmark-env=toy", f"--benchmark-ray={ray_cluster.address}",
+                  "--benchmark-metrics=toy.json")  # fmt: skip
+    out, _ = toy.communicate(timeout=300)
+    assert toy.returncode == 0, out
+    raylets = {p.pid for p in ray_cluster.raylets()}
+    parents = {int((pytester.path / f"parent-{t}.txt").read_text()) for t in ("walk", "stroll")}
+    assert len(parents) == 2 and parents <= raylets, (parents, raylets)
+
+    # The API's keyword drives the same pool.
+    def episodes(results: list) -> dict[str, list]:
+        return {r.task.id: [e.outcome() for e in r.episodes] for r in results}
+
+    local = evaluate("toy", tasks=["walk", "stroll"], episodes=3)
+    remote = evaluate("toy", tasks=["walk", "stroll"], episodes=3, ray="auto")
+    assert episodes(remote.results) == episodes(local.results) != {}
+
+
+def _kill_walks_node(
+    pytester: pytest.Pytester, ray_cluster: LocalRay, run: subprocess.Popen[str]
+) -> str:
+    """Once walk holds, kill its node: the raylet its Ray worker runs under, and every process
+    under that raylet; then let the carried-on task through and wait for the session."""
+    ray_cluster.kill_node(psutil.Process(held(pytester, run, limit_s=300)).parent())
+    (pytester.path / "go").touch()
+    out, _ = run.communicate(timeout=300)
+    return out
+
+
+def test_a_node_killed_mid_task_loses_no_finished_episode(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+):
+    """walk's node is killed (its raylet and every process under it) while walk holds at its
+    fourth episode: the three finished are kept, the task is carried on on the other node from
+    the fourth, no finished episode runs again, and the run equals the session's with -n 0."""
+    pytester.makeconftest(TOY_CONFTEST)
+    pytester.makepyfile(test_toy=TOY_TESTS, noting=NOTING_POLICY)
+    for name in XDIST_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    # A task's environment is its node's: the policy's hold is set where the nodes start.
+    with cluster(nodes=2, cpus=1, env={**os.environ, "HOLD_AT": str(HOLD)}) as ray_cluster:
+        run = subprocess.Popen(
+            [sys.executable, "-m", "pytest", *ARGS, "--benchmark-env=toy",
+             f"--benchmark-ray={ray_cluster.address}", "--benchmark-metrics=ray.json"],
+            cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        out = _kill_walks_node(pytester, ray_cluster, run)
+    assert run.returncode == 0, out
+    assert "toy/walk: node " in out and f"lost after {HOLD - 1} of {EPISODES} episodes" in out
+    on_ray = read_metrics(pytester.path / "ray.json")
+    walk = next(r for r in on_ray["results"] if r["id"] == "toy/walk")
+    assert [e["index"] for e in walk["episodes"]] == list(range(EPISODES))
+    # HOLD starts on the lost node (3 finished, the held one cut short), then the 5 left.
+    assert len((pytester.path / "started-walk.txt").read_text()) == HOLD + EPISODES - (HOLD - 1)
+    pytester.runpytest(*ARGS, "--benchmark-env=toy", "--benchmark-metrics=whole.json")
+    assert outcomes(on_ray) == outcomes(read_metrics(pytester.path / "whole.json"))
+
+
+def test_what_the_cluster_cannot_run_is_refused_in_one_line_before_any_episode(
+    pytester: pytest.Pytester, ray_cluster: LocalRay
+):
+    pytester.makeconftest(TOY_CONFTEST)
+    pytester.makepyfile(test_toy=TOY_TESTS)
+    cases = {
+        ("--benchmark-device=cuda",): (
+            "--benchmark-device=cuda: the Ray cluster at auto has no GPU (3 nodes, at most 1 "
+            "CPUs each, 0 GPUs); use --benchmark-device=cpu, or add a node with a GPU"
+        ),
+        ("--benchmark-batch-size=2",): (
+            "--benchmark-ray=auto: a task steps 2 envs and needs as many CPUs on one node, the "
+            "cluster has 3 nodes, at most 1 CPUs each, 0 GPUs; lower --benchmark-batch-size"
+        ),
+        ("-n", "2"): (
+            "--benchmark-ray: the tasks run on the Ray cluster and this session is their "
+            "controller; drop -n 2"
+        ),
+    }
+    for extra, line in cases.items():
+        result = pytester.runpytest_subprocess(
+            "--benchmark-env=toy", "--benchmark-task=walk", "--benchmark-ray=auto", *extra
+        )
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert f"ERROR: {line}" in result.errlines, result.errlines
+        assert not (pytester.path / "benchmark-results").exists()
