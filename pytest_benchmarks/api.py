@@ -163,7 +163,8 @@ def run_locked(
     holds its outputs (the metrics file when it ``write``s one, the record folder) meanwhile,
     and its policy server when it has one."""
     opened = Run.open(settings, select(settings).tasks, owner=True, metrics=write, journaling=write)
-    servers = PolicyServers(settings) if settings.policy_server == "on" else None
+    served = settings.policy_server == "on" and settings.ray is None  # Ray's nodes serve theirs
+    servers = PolicyServers(settings) if served else None
     complete = False
     try:
         server = None if servers is None else servers.start()[0].text()

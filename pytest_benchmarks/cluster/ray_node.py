@@ -18,11 +18,12 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import psutil
 
+from pytest_benchmarks.cluster import ray_serving
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.features import FeatureMismatch
@@ -62,16 +63,25 @@ class NodeRequest:
     modules: tuple[str, ...]
 
 
-def _enter(request: NodeRequest) -> None:
+def _enter(paths: tuple[str, ...], cwd: str, modules: tuple[str, ...]) -> None:
     """Work where the controller works, import what it imports."""
-    for path in reversed(request.paths):
+    for path in reversed(paths):
         if path not in sys.path:
             sys.path.insert(0, path)
     importlib.invalidate_caches()
-    if os.path.isdir(request.cwd):
-        os.chdir(request.cwd)
-    for module in request.modules:
+    if os.path.isdir(cwd):
+        os.chdir(cwd)
+    for module in modules:
         importlib.import_module(module)
+
+
+def warm_up(paths: tuple[str, ...], cwd: str, modules: tuple[str, ...], envs: tuple[str, ...]
+            ) -> None:  # fmt: skip
+    """Start a node's worker process and import what its tasks will (the benchmarks, their
+    simulators) while the session still collects its tests."""
+    _enter(paths, cwd, modules)
+    for name in envs:
+        catalog.get(name)
 
 
 def run_on_node(request: NodeRequest, mailbox: Any) -> None:
@@ -95,7 +105,7 @@ def run_on_node(request: NodeRequest, mailbox: Any) -> None:
     node = ray.get_runtime_context().get_node_id()
     tell("started", pid=os.getpid(), created=psutil.Process().create_time(), node=node)
     try:
-        _enter(request)
+        _enter(request.paths, request.cwd, request.modules)
         settings = request.settings
         resumed = {task.id: request.kept} if request.kept is not None else {}
         engine = RunEngine(settings, {task.env: [task]}, resumed=resumed)
@@ -107,11 +117,18 @@ def run_on_node(request: NodeRequest, mailbox: Any) -> None:
         )
         processors = env.benchmark.processors(env.config)
 
+        loading = settings.loading
+        if settings.policy_server == "on":  # the node's server acts for its tasks' slots
+            server, started = ray_serving.endpoint_for(settings, node)
+            loading = replace(loading, server=server)
+            if started is not None:
+                tell("notice", wait=False, line=started)
+
         def build() -> Policy:
             try:
                 return make_policy(
                     settings.policy, env.benchmark, env.config, env.num_envs,
-                    settings.loading, processors.features,
+                    loading, processors.features,
                 )  # fmt: skip
             except (PolicySourceError, FeatureMismatch, PolicyServerError) as exc:
                 raise PolicyError(str(exc)) from None

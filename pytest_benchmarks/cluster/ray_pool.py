@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pytest_benchmarks.cluster import ray_connect
-from pytest_benchmarks.cluster.ray_node import NodeRequest, run_on_node
+from pytest_benchmarks.cluster import ray_connect, ray_serving
+from pytest_benchmarks.cluster.ray_node import NodeRequest, run_on_node, warm_up
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.policy import PolicyError
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
@@ -125,6 +125,20 @@ class RayPool:
         self.function = ray.remote(run_on_node).options(max_retries=0, **needs)
         self.paths = tuple(p for p in sys.path if p and os.path.isdir(p))
         self.modules = tuple(catalog.registered_modules())
+
+    def warm_up(self, envs: list[str]) -> None:
+        """Start a worker on every node that can run a task, importing ``envs``' simulators,
+        while the session collects: the tasks then find their workers ready."""
+        ray = self.ray
+        strategies = ray.util.scheduling_strategies
+        cpus = ray_connect.needs(self.settings)["num_cpus"]
+        function = ray.remote(warm_up)
+        for node in ray.nodes():
+            if node.get("Alive") and node["Resources"].get("CPU", 0) >= cpus:
+                strategy = strategies.NodeAffinitySchedulingStrategy(node["NodeID"], soft=True)
+                function.options(num_cpus=cpus, scheduling_strategy=strategy).remote(
+                    self.paths, os.getcwd(), self.modules, tuple(envs)
+                )
 
     def submit(
         self,
@@ -297,10 +311,13 @@ class RayPool:
                 self.ray.cancel(remote.ref, force=True)
 
     def close(self) -> None:
-        """Stop what still runs (an interrupted session) and leave the cluster."""
+        """Stop what still runs (an interrupted session), the nodes' policy servers, and leave
+        the cluster."""
         for remote in self.remotes.values():
             if not remote.ended and remote.ref is not None:
                 self.ray.cancel(remote.ref, force=True)
+        if self.settings.policy_server == "on":
+            ray_serving.stop_all()
         self.ray.shutdown()
 
 

@@ -96,16 +96,11 @@ def build(*, root: Path, **given: Any) -> Settings:
 
 
 def _check_ray(result: Settings) -> None:
-    """What a run on Ray cannot do: one env in this process (a debugger's), a policy server."""
+    """What a run on Ray cannot do: one env in this process (a debugger's)."""
     if result.single_env:
         raise OptionError(
             "--benchmark-ray: --benchmark-debug and --benchmark-episode run one env in this "
             "process (for a debugger); drop --benchmark-ray or them"
-        )
-    if result.policy_server == "on":
-        raise OptionError(
-            "--benchmark-ray: each Ray task loads its own policy; --benchmark-policy-server=on "
-            "serves xdist workers on one machine; use auto or off"
         )
 
 

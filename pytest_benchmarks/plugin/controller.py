@@ -224,7 +224,13 @@ class Controller:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """Start the watchdog and the policy servers (before xdist starts its workers)."""
-        if self.state.settings.policy_server == "on" and not self.config.option.collectonly:
+        settings = self.state.settings
+        # On Ray each node serves its own tasks (cluster.ray_serving).
+        if (
+            settings.policy_server == "on"
+            and settings.ray is None
+            and not self.config.option.collectonly
+        ):
             servers = self.state.servers = PolicyServers(self.state.settings)
             endpoints = servers.start()
             self.show(

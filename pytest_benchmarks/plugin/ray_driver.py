@@ -43,6 +43,7 @@ class RayDriver:
             raise pytest.UsageError(str(exc)) from None
         driver = cls(config, state)
         state.remote = RayPool(settings, state.engine.journal, driver.show)
+        state.remote.warm_up([name for name, tasks in state.selection.items() if tasks])
         return driver
 
     def show(self, line: str) -> None:

@@ -21,12 +21,15 @@ STOP_S = 10.0
 
 def resolve(settings: Settings, workers: int) -> Settings:
     """The run's settings with ``policy_server`` decided (on or off): auto is on for a lerobot:
-    policy on a CUDA device under xdist. A served run is a batched one (the same rules, and the
-    gate refuses batch-of-one snapshots for it), so ``batched_inference`` is set with it."""
+    policy on a CUDA device under xdist or on Ray (a server per node, ``cluster.ray_serving``).
+    A served run is a batched one (the same rules, and the gate refuses batch-of-one snapshots
+    for it), so ``batched_inference`` is set with it."""
     mode = settings.policy_server
     if mode == "auto":
-        cuda = settings.policy.is_lerobot and resolve_device(settings.device).startswith("cuda")
-        mode = "on" if cuda and workers > 0 else "off"
+        # On Ray, the nodes' devices decide: cuda is asked for, not seen here.
+        device = settings.device if settings.ray is not None else resolve_device(settings.device)
+        cuda = settings.policy.is_lerobot and device.startswith("cuda")
+        mode = "on" if cuda and (workers > 0 or settings.ray is not None) else "off"
     served = mode == "on"
     return dataclasses.replace(
         settings, policy_server=mode, batched_inference=settings.batched_inference or served
@@ -46,8 +49,10 @@ def devices(device: str) -> list[str]:
 class PolicyServers:
     """The run's policy server processes; ``stop`` ends them (also when never started)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, label: str = "") -> None:
         self.settings = settings
+        #: Told apart in the logs' names: ``policy-server-LABEL0.log`` (a Ray node's).
+        self.label = label
         self.folder = Path(tempfile.mkdtemp(prefix="pytest-benchmarks-server-"))
         self.processes: list[subprocess.Popen[bytes]] = []
         self.endpoints: list[Endpoint] = []
@@ -59,7 +64,7 @@ class PolicyServers:
         logs.mkdir(parents=True, exist_ok=True)
         for i, device in enumerate(devices(settings.device)):
             address = f"ipc://{self.folder / f'{i}.sock'}"
-            log = logs / f"policy-server-{i}.log"
+            log = logs / f"policy-server-{self.label}{i}.log"
             with log.open("wb") as out:
                 process = subprocess.Popen(
                     [sys.executable, "-m", "pytest_benchmarks.serving.server",

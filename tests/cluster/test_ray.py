@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import psutil
 import pytest
@@ -155,3 +156,43 @@ def test_what_the_cluster_cannot_run_is_refused_in_one_line_before_any_episode(
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         assert f"ERROR: {line}" in result.errlines, result.errlines
         assert not (pytester.path / "benchmark-results").exists()
+
+
+def test_a_served_policy_has_one_server_per_node_that_acts_for_its_tasks(
+    pytester: pytest.Pytester, ray_cluster: LocalRay, tmp_path: Path
+):
+    """A LeRobot ACT checkpoint served (--benchmark-policy-server=on, on the CPU as on a GPU):
+    each node that runs a task starts one server, its tasks act through it, and the records are
+    batched inference's, as the same run's in one process."""
+    pytest.importorskip("lerobot.policies", reason="LeRobot is not installed")
+    import lerobot_models
+
+    size = 32
+    checkpoint = lerobot_models.checkpoint(
+        "act", tmp_path / "act", {"observation.state": (39,),
+                                  "observation.images.corner2": (3, size, size)},
+        action_dim=4, chunk_size=5, n_action_steps=5,
+    )  # fmt: skip
+    pytester.makepyfile(test_mw=METAWORLD_TESTS.replace("== 3", "== 2"))
+    args = ["-p", "no:cacheprovider", "--benchmark-env=metaworld", f"--benchmark-policy=lerobot:{checkpoint}",
+            "--benchmark-task=reach-v3,push-v3", "--benchmark-episodes=2", "--benchmark-max-steps=12",
+            "--benchmark-obs=pixels", f"--benchmark-image-size={size}", "--benchmark-device=cpu"]  # fmt: skip
+    served = session(pytester, *args, "--benchmark-ray=auto", "--benchmark-policy-server=on",
+                     "--benchmark-metrics=served/m.json")  # fmt: skip
+    out, _ = served.communicate(timeout=600)
+    assert served.returncode == 0, out
+    logs = sorted((pytester.path / "served").glob("policy-server-*.log"))
+    assert 1 <= len(logs) <= 2 and out.count("policy server on node ") == len(logs), out
+    assert all("gatherings" in log.read_text() for log in logs), [p.read_text() for p in logs]
+    evaluate("metaworld", f"lerobot:{checkpoint}", tasks=["reach-v3", "push-v3"], episodes=2,
+             max_steps=12, obs="pixels", image_size=size, device="cpu", batch_size=1,
+             batched_inference=True, metrics=pytester.path / "batched.json")  # fmt: skip
+    on_ray = read_metrics(pytester.path / "served/m.json")
+    assert (on_ray["run"]["policy_server"], on_ray["run"]["batched_inference"]) == ("on", True)
+    reference = read_metrics(pytester.path / "batched.json")
+
+    def fields(document: dict) -> dict[str, list]:
+        keys = ("index", "seed", "success", "steps")
+        return {r["id"]: [[e[k] for k in keys] for e in r["episodes"]] for r in document["results"]}
+
+    assert fields(on_ray) == fields(reference)

@@ -4,6 +4,7 @@ a cluster cannot serve; and the API's ``ray`` keyword refuses the same."""
 
 from __future__ import annotations
 
+import psutil
 import pytest
 import toybench  # noqa: F401  (registers toy for the API's calls)
 from helpers import TOY_CONFTEST, TOY_TESTS
@@ -40,15 +41,15 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path
         (["--benchmark-ray=127.0.0.1:1", "--benchmark-debug"],
          "--benchmark-ray: --benchmark-debug and --benchmark-episode run one env in this "
          "process (for a debugger); drop --benchmark-ray or them"),
-        (["--benchmark-ray=127.0.0.1:1", "--benchmark-policy=lerobot:x",
-          "--benchmark-policy-server=on"],
-         "--benchmark-ray: each Ray task loads its own policy; --benchmark-policy-server=on "
-         "serves xdist workers on one machine; use auto or off"),
     ],
 )  # fmt: skip
 def test_what_needs_no_cluster_to_know_is_refused_in_one_line(
     project: pytest.Pytester, args: list[str], line: str
 ):
+    if args == ["--benchmark-ray=auto"] and any(
+        p.info["name"] == "gcs_server" for p in psutil.process_iter(["name"])
+    ):
+        pytest.skip("a Ray cluster runs on this machine (another test's): auto would join it")
     result = project.runpytest("--benchmark-env=toy", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert f"ERROR: {line}" in result.errlines, result.errlines
