@@ -299,8 +299,9 @@ class Settings:
     #: together (``serving``); auto: on for a GPU under xdist. Resolved to on or off for a run.
     policy_server: str = setting("auto", Option(
         "lerobot: policies: one policy server per device loads the policy once and acts for "
-        "every xdist worker's env slots together, as --benchmark-batched-inference does "
-        "(auto: on for a CUDA device under xdist; default auto)",
+        "every xdist worker's env slots together, as --benchmark-batched-inference does; on "
+        "Ray, one per device on each node, for the node's tasks (auto: on for a CUDA device "
+        "under xdist or on Ray; default auto)",
         values.choice(SERVER_MODES), "{auto,on,off}", api="policy_server",
     ))
     #: How long a policy server holds a gathered request for the other workers' (a bound).
