@@ -6,6 +6,7 @@ raylet and everything under it) losing none of the episodes the task finished th
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -101,33 +102,57 @@ def _kill_walks_node(
     return out
 
 
-def test_a_node_killed_mid_task_loses_no_finished_episode(
+def test_a_node_killed_or_a_session_interrupted_mid_task_loses_no_finished_episode(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ):
     """walk's node is killed (its raylet and every process under it) while walk holds at its
     fourth episode: the three finished are kept, the task is carried on on the other node from
-    the fourth, no finished episode runs again, and the run equals the session's with -n 0."""
+    the fourth, no finished episode runs again, and the run equals the session's with -n 0.
+    Then a session interrupted (SIGINT) while walk holds keeps those three in its metrics JSON,
+    stops what runs on the cluster, and --benchmark-resume carries walk on from them."""
     pytester.makeconftest(TOY_CONFTEST)
     pytester.makepyfile(test_toy=TOY_TESTS, noting=NOTING_POLICY)
     for name in XDIST_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     # A task's environment is its node's: the policy's hold is set where the nodes start.
     with cluster(nodes=2, cpus=1, env={**os.environ, "HOLD_AT": str(HOLD)}) as ray_cluster:
+        on_ray = ["-m", "pytest", *ARGS, "--benchmark-env=toy", "--benchmark-ray=auto"]
         run = subprocess.Popen(
-            [sys.executable, "-m", "pytest", *ARGS, "--benchmark-env=toy",
-             f"--benchmark-ray={ray_cluster.address}", "--benchmark-metrics=ray.json"],
+            [sys.executable, *on_ray, "--benchmark-metrics=ray.json"],
             cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
         out = _kill_walks_node(pytester, ray_cluster, run)
-    assert run.returncode == 0, out
-    assert "toy/walk: node " in out and f"lost after {HOLD - 1} of {EPISODES} episodes" in out
-    on_ray = read_metrics(pytester.path / "ray.json")
-    walk = next(r for r in on_ray["results"] if r["id"] == "toy/walk")
-    assert [e["index"] for e in walk["episodes"]] == list(range(EPISODES))
-    # HOLD starts on the lost node (3 finished, the held one cut short), then the 5 left.
-    assert len((pytester.path / "started-walk.txt").read_text()) == HOLD + EPISODES - (HOLD - 1)
+        assert run.returncode == 0, out
+        assert "toy/walk: node " in out and f"lost after {HOLD - 1} of {EPISODES} episodes" in out
+        # HOLD starts on the lost node (3 finished, the held one cut short), then the 5 left.
+        started = pytester.path / "started-walk.txt"
+        assert len(started.read_text()) == HOLD + EPISODES - (HOLD - 1)
+
+        ray_cluster.add_node(1)
+        for name in ("started-walk.txt", "go"):
+            (pytester.path / name).unlink()
+        run = subprocess.Popen(
+            [sys.executable, *on_ray, "--benchmark-metrics=cut.json"],
+            cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        held(pytester, run, limit_s=300)
+        run.send_signal(signal.SIGINT)
+        out, _ = run.communicate(timeout=120)
+        assert run.returncode == pytest.ExitCode.INTERRUPTED, out
+        cut = {r["id"]: r for r in read_metrics(pytester.path / "cut.json")["results"]}
+        assert [e["index"] for e in cut["toy/walk"]["episodes"]] == list(range(HOLD - 1))
+        assert not [p for p in ray_cluster.processes() if p.name().startswith("ray::run_on")]
+        (pytester.path / "go").touch()
+        resumed = subprocess.run(
+            [sys.executable, *on_ray, "--benchmark-metrics=cut.json", "--benchmark-resume"],
+            cwd=pytester.path, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert resumed.returncode == 0, resumed.stdout
+    assert len(started.read_text()) == HOLD + EPISODES - (HOLD - 1)  # the 5 left, again
     pytester.runpytest(*ARGS, "--benchmark-env=toy", "--benchmark-metrics=whole.json")
-    assert outcomes(on_ray) == outcomes(read_metrics(pytester.path / "whole.json"))
+    whole = outcomes(read_metrics(pytester.path / "whole.json"))
+    for name in ("ray.json", "cut.json"):
+        assert outcomes(read_metrics(pytester.path / name)) == whole, name
 
 
 def test_what_the_cluster_cannot_run_is_refused_in_one_line_before_any_episode(
