@@ -20,8 +20,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.options import Option
 from pytest_benchmarks.core.settings import OPTIONS
+from pytest_benchmarks.core.tasks import SelectionError, TaskRef
 
 Kind = Literal["refuse", "note"]
 
@@ -75,6 +77,35 @@ def differences(
         if _same(a) != _same(b):
             found.append(Difference(option, a, b))
     return found
+
+
+#: Settings whose default (recorded as None: "the benchmark's own") is a value per task.
+_OWN: dict[str, Any] = {"max_steps": lambda benchmark, task: benchmark.default_max_steps(task)}
+
+
+def effective(
+    old: Mapping[str, Any], new: Mapping[str, Any], tasks: Iterable[TaskRef]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two run blocks with "the benchmark's own" value put in where one run took it and the
+    other named a value, if the benchmarks give every task of ``tasks`` that one value: Meta-
+    World's own step limit is 500, so ``max_steps default → 500`` is no difference there, while
+    LIBERO's differs by suite and stays one. A benchmark that cannot be loaded here leaves the
+    default as recorded."""
+    old, new = dict(old), dict(new)
+    chosen = list(tasks)
+    for field, own in _OWN.items():
+        a, b = old.get(field), new.get(field)
+        if (a is None) == (b is None) or not chosen:
+            continue
+        try:
+            values = {own(catalog.get(task.env), task) for task in chosen}
+        except SelectionError:  # a benchmark not installed or not loadable here
+            continue
+        if len(values) == 1:
+            value = values.pop()
+            old[field] = value if a is None else a
+            new[field] = value if b is None else b
+    return old, new
 
 
 def refusal(found: Iterable[Difference], old: str, new: str, remedy: str) -> str | None:

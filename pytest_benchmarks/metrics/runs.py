@@ -192,12 +192,16 @@ def compare_runs(
     test cannot detect any drop at these episode counts); EXIT_UNJUDGEABLE where a task could
     not be compared; 0 otherwise."""
     noted: list[str] = []
+    name = task_name(old, new)
+    before = {name(r): r for r in load_results(old)}
+    after = {name(r): r for r in load_results(new)}
     if eval_info.SOURCE not in (old["run"].get("source"), new["run"].get("source")):
         # lerobot-eval's files record no settings: nothing to hold against them.
+        shared = [after[t].task for t in set(before) & set(after)]
+        old_run, new_run = comparability.effective(old["run"], new["run"], shared)
         try:
             changes = gate.check_comparable(
-                old["run"], new["run"], RUN_NAMES,
-                "run the new one with the old one's settings",
+                old_run, new_run, RUN_NAMES, "run the new one with the old one's settings",
             )  # fmt: skip
         except gate.Incomparable as exc:
             raise Unjudgeable(str(exc)) from None
@@ -207,9 +211,6 @@ def compare_runs(
         )
         if moved:
             noted.append(f"note: the runs ran in another environment ({', '.join(moved)})")
-    name = task_name(old, new)
-    before = {name(r): r for r in load_results(old)}
-    after = {name(r): r for r in load_results(new)}
     common = sorted(set(before) & set(after))
     if not common:
         raise Unjudgeable(

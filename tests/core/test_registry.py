@@ -265,3 +265,30 @@ def _task():
     from pytest_benchmarks.core import catalog
 
     return catalog.get("metaworld").select(["reach-v3"])[0]
+
+
+def test_the_benchmarks_own_step_limit_is_no_difference_where_it_is_one_value(tmp_path: Path):
+    """A run that took Meta-World's own step limit (recorded as the default) and one that named
+    500 are one experiment, and compare says so; 100 is refused, naming the 500 it means;
+    LIBERO's own limit differs by suite, so the default beside a number stays a difference."""
+    from pytest_benchmarks.core import catalog, comparability
+    from pytest_benchmarks.metrics import runs
+
+    reach = catalog.resolve(["metaworld"], ["reach-v3"])["metaworld"]
+    old, new = comparability.effective({"max_steps": None}, {"max_steps": 500}, reach)
+    assert comparability.differences(old, new) == []
+    old, new = comparability.effective({"max_steps": None}, {"max_steps": 100}, reach)
+    assert [d.text() for d in comparability.differences(old, new)] == ["max_steps 500 → 100"]
+    libero = catalog.resolve(["libero"], ["libero_spatial", "libero_10"])["libero"]
+    old, new = comparability.effective({"max_steps": None}, {"max_steps": 280}, libero)
+    assert [d.text() for d in comparability.differences(old, new)] == ["max_steps default → 280"]
+    # Through compare, on two metrics files of one task.
+    base = validation.build(root=tmp_path)
+    documents = {
+        steps: _metrics(replace(base, max_steps=steps), tmp_path, f"{steps}.json", "reach-v3")
+        for steps in (None, 500, 100)
+    }
+    lines, status = runs.compare_runs(documents[None], documents[500], 0.05, "stat")
+    assert status == 0 and not any("max_steps" in line for line in lines), lines
+    with pytest.raises(runs.Unjudgeable, match="max_steps 500 → 100"):
+        runs.compare_runs(documents[None], documents[100], 0.05, "stat")
