@@ -174,6 +174,8 @@ def test_cluster_scale_runs_a_slurm_array_and_ray_beside_xdist_and_loses_a_node_
     ], out  # fmt: skip
     loss = rows[7].strip("| ").split(" | ")
     assert loss[0] == "shard 2/2" and int(loss[1]) >= 1 and loss[3] == "0", out
+    # The killed node's task may have finished none of its episodes yet (the journal's first
+    # one may be the other task's): what it finished is kept, the rest run elsewhere.
     lost = rows[-1].strip("| ").split(" | ")
-    assert lost[0] == "a running task's node" and int(lost[2]) >= 1, out
+    assert lost[0] == "a running task's node" and lost[1] == lost[2], out
     assert int(lost[2]) + int(lost[3]) == 4, out

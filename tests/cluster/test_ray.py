@@ -116,14 +116,17 @@ def test_a_node_killed_or_a_session_interrupted_mid_task_loses_no_finished_episo
         monkeypatch.delenv(name, raising=False)
     # A task's environment is its node's: the policy's hold is set where the nodes start.
     with cluster(nodes=2, cpus=1, env={**os.environ, "HOLD_AT": str(HOLD)}) as ray_cluster:
-        on_ray = ["-m", "pytest", *ARGS, "--benchmark-env=toy", "--benchmark-ray=auto"]
+        # Its address, not auto: auto may find another test's cluster on this machine.
+        on_ray = ["-m", "pytest", *ARGS, "--benchmark-env=toy",
+                  f"--benchmark-ray={ray_cluster.address}"]  # fmt: skip
         run = subprocess.Popen(
             [sys.executable, *on_ray, "--benchmark-metrics=ray.json"],
             cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
         out = _kill_walks_node(pytester, ray_cluster, run)
         assert run.returncode == 0, out
-        assert "toy/walk: node " in out and f"lost after {HOLD - 1} of {EPISODES} episodes" in out
+        lost = f"lost after {HOLD - 1} of {EPISODES} episodes"
+        assert "toy/walk: node " in out and lost in out, out
         # HOLD starts on the lost node (3 finished, the held one cut short), then the 5 left.
         started = pytester.path / "started-walk.txt"
         assert len(started.read_text()) == HOLD + EPISODES - (HOLD - 1)
@@ -183,21 +186,30 @@ def test_what_the_cluster_cannot_run_is_refused_in_one_line_before_any_episode(
         assert not (pytester.path / "benchmark-results").exists()
 
 
+SIZE = 32
+
+
+@pytest.fixture(scope="module")
+def act_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small ACT policy on Meta-World pixels; made before any test's pytester, which would
+    unload what LeRobot imports (torchvision cannot be imported twice in one process)."""
+    pytest.importorskip("lerobot.policies", reason="LeRobot is not installed")
+    import lerobot_models
+
+    pixels = {"observation.state": (39,), "observation.images.corner2": (3, SIZE, SIZE)}
+    return lerobot_models.checkpoint(
+        "act", tmp_path_factory.mktemp("served") / "act", pixels, action_dim=4, chunk_size=5,
+        n_action_steps=5,
+    )  # fmt: skip
+
+
 def test_a_served_policy_has_one_server_per_node_that_acts_for_its_tasks(
-    pytester: pytest.Pytester, ray_cluster: LocalRay, tmp_path: Path
+    pytester: pytest.Pytester, ray_cluster: LocalRay, act_checkpoint: Path
 ):
     """A LeRobot ACT checkpoint served (--benchmark-policy-server=on, on the CPU as on a GPU):
     each node that runs a task starts one server, its tasks act through it, and the records are
     batched inference's, as the same run's in one process."""
-    pytest.importorskip("lerobot.policies", reason="LeRobot is not installed")
-    import lerobot_models
-
-    size = 32
-    checkpoint = lerobot_models.checkpoint(
-        "act", tmp_path / "act", {"observation.state": (39,),
-                                  "observation.images.corner2": (3, size, size)},
-        action_dim=4, chunk_size=5, n_action_steps=5,
-    )  # fmt: skip
+    checkpoint, size = act_checkpoint, SIZE
     pytester.makepyfile(test_mw=METAWORLD_TESTS.replace("== 3", "== 2"))
     args = ["-p", "no:cacheprovider", "--benchmark-env=metaworld", f"--benchmark-policy=lerobot:{checkpoint}",
             "--benchmark-task=reach-v3,push-v3", "--benchmark-episodes=2", "--benchmark-max-steps=12",
