@@ -26,14 +26,20 @@ def resolve(settings: Settings, workers: int) -> Settings:
     for it), so ``batched_inference`` is set with it."""
     mode = settings.policy_server
     if mode == "auto":
-        # On Ray, the nodes' devices decide: cuda is asked for, not seen here.
-        device = settings.device if settings.ray is not None else resolve_device(settings.device)
-        cuda = settings.policy.is_lerobot and device.startswith("cuda")
+        cuda = settings.policy.is_lerobot and _cuda(settings)
         mode = "on" if cuda and (workers > 0 or settings.ray is not None) else "off"
     served = mode == "on"
     return dataclasses.replace(
         settings, policy_server=mode, batched_inference=settings.batched_inference or served
     )
+
+
+def _cuda(settings: Settings) -> bool:
+    """The run's policies act on a GPU: asked for on Ray (the nodes' devices decide, not this
+    machine's), resolved here otherwise (torch is imported only for a learned policy)."""
+    if settings.ray is not None:
+        return settings.device == "cuda"
+    return resolve_device(settings.device).startswith("cuda")
 
 
 def devices(device: str) -> list[str]:
