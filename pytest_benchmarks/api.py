@@ -18,10 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_benchmarks.cluster import ray_connect
-from pytest_benchmarks.cluster.ray_pool import RayPool
 from pytest_benchmarks.core import validation
 from pytest_benchmarks.core.benchmark import Benchmark
 from pytest_benchmarks.core.features import Feature
@@ -46,6 +44,9 @@ from pytest_benchmarks.engine.progress import Progress
 from pytest_benchmarks.engine.run import RunEngine
 from pytest_benchmarks.policies import make_policy
 from pytest_benchmarks.serving.launch import PolicyServers
+
+if TYPE_CHECKING:
+    from pytest_benchmarks.cluster.ray_pool import RayPool
 
 #: A policy object, a spec (``--benchmark-policy`` syntax) or a factory (config, num_envs).
 PolicyLike = Policy | str | Callable[[EnvConfig, int], Policy]
@@ -252,10 +253,11 @@ def run_here(
 
 def ray_pool(engine: RunEngine) -> RayPool:
     """The run's tasks handed to the Ray cluster its settings name, all at once."""
-    settings = engine.settings
-    assert settings.ray is not None
-    ray_connect.connect(settings.ray, settings)
-    pool = RayPool(settings, engine.journal, lambda line: print(line, file=sys.stderr))
+    from pytest_benchmarks.cluster.ray_pool import RayPool  # only a Ray run's
+
+    show = partial(print, file=sys.stderr)
+    envs = [name for name, tasks in engine.selection.items() if tasks]
+    pool = RayPool.open(engine.settings, engine.journal, show, envs)
     for task in engine.tasks():
         if task.id not in engine.kept:
             pool.submit(task, engine.resumed.get(task.id))

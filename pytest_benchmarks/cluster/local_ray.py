@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 
-from pytest_benchmarks.cluster.local_slurm import _free_port as free_port
+from pytest_benchmarks.cluster.local_slurm import free_port
 
 #: How long one ``ray start`` may take.
 START_S = 120.0
@@ -84,19 +84,18 @@ class LocalRay:
 
     def kill_node(self, raylet: psutil.Process) -> None:
         """A node lost: its raylet and every process under it, killed at once."""
-        doomed = [raylet, *raylet.children(recursive=True)]
-        for process in doomed:
-            with contextlib.suppress(psutil.Error):
-                process.kill()
-        psutil.wait_procs(doomed, timeout=30)
+        _kill([raylet, *raylet.children(recursive=True)])
 
     def stop(self) -> None:
         """End every process of the cluster (SIGKILL: a Ray node holds nothing to save)."""
-        processes = self.processes()
-        for process in processes:
-            with contextlib.suppress(psutil.Error):
-                process.kill()
-        psutil.wait_procs(processes, timeout=10)
+        _kill(self.processes())
+
+
+def _kill(processes: list[psutil.Process]) -> None:
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    psutil.wait_procs(processes, timeout=30)
 
 
 def _name(process: psutil.Process) -> str:

@@ -60,7 +60,7 @@ def unavailable() -> str | None:
     return None
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -77,7 +77,7 @@ def cluster(root: Path) -> Iterator[dict[str, str]]:
     conf = root / "slurm.conf"
     conf.write_text(CONFIG.format(
         host=socket.gethostname().split(".")[0], root=root, cpus=os.cpu_count() or 1,
-        memory=int(memory * 0.8), ctld_port=_free_port(), d_port=_free_port(),
+        memory=int(memory * 0.8), ctld_port=free_port(), d_port=free_port(),
     ))  # fmt: skip
     env = {**os.environ, "SLURM_CONF": str(conf)}
     munge = ["munged", "--force", f"--socket={root}/munge.sock", f"--pid-file={root}/munged.pid",

@@ -17,11 +17,8 @@ import importlib
 import os
 import sys
 import traceback
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
-
-import psutil
 
 from pytest_benchmarks.cluster import ray_serving
 from pytest_benchmarks.core import catalog
@@ -32,31 +29,29 @@ from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.settings import Settings
 from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.engine.run import RunEngine
-from pytest_benchmarks.engine.vector import LazyVectorEnv
+from pytest_benchmarks.metrics.sequential import SequentialStop
 from pytest_benchmarks.policies import make_policy
 from pytest_benchmarks.policies.endpoint import PolicyServerError
 from pytest_benchmarks.policies.hub import PolicySourceError
-
-#: What a task tells the controller, by kind: ``started`` (pid, created, node), ``episode``
-#: (the record and the policy's identity), ``notice`` (a line), ``row`` (the task's whole row,
-#: however it ended), ``error`` (after the row: ``line``, ``policy`` when the policy could not be
-#: built, ``trace``).
-KINDS = ("started", "episode", "notice", "row", "error")
 
 
 @dataclass(frozen=True)
 class NodeRequest:
     """A task to run on a node, with what the controller's process knows that the node does
-    not: the episodes already kept, the stopping rule, its directory and import paths."""
+    not: the episodes already kept, the stopping rule, its directory and import paths.
 
+    What it tells the controller, by kind: ``started`` (its node), ``episode`` (the
+    record and the policy's identity), ``notice`` (a line), ``row`` (the task's whole row,
+    however it ended), ``error`` (after the row: ``line``, ``policy`` when the policy could
+    not be built, ``trace``)."""
+
+    #: The run's settings, with the batch size the task's CPUs on the node give.
     settings: Settings
     task: TaskRef
     #: The task's episodes kept so far (a resumed file's, or a lost node's), or None.
     kept: TaskResult | None
-    #: The envs the task steps together on the node.
-    batch_size: int
     #: --benchmark-sequential's rule for the task, or None.
-    stop: Callable[[TaskResult], str | None] | None
+    stop: SequentialStop | None
     cwd: str
     paths: tuple[str, ...]
     #: Modules that registered benchmarks in the controller (``catalog.registered_modules``).
@@ -103,18 +98,13 @@ def run_on_node(request: NodeRequest, mailbox: Any) -> None:
         unacknowledged.append(mailbox.put.remote(task.id, kind, data))
 
     node = ray.get_runtime_context().get_node_id()
-    tell("started", pid=os.getpid(), created=psutil.Process().create_time(), node=node)
+    tell("started", node=node)
     try:
         _enter(request.paths, request.cwd, request.modules)
         settings = request.settings
         resumed = {task.id: request.kept} if request.kept is not None else {}
         engine = RunEngine(settings, {task.env: [task]}, resumed=resumed)
-        env = LazyVectorEnv(
-            catalog.get(task.env),
-            settings.env_config(task),
-            request.batch_size,
-            sync=settings.sync or settings.single_env or request.batch_size == 1,
-        )
+        env = engine.env(task)
         processors = env.benchmark.processors(env.config)
 
         loading = settings.loading

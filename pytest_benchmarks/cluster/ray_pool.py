@@ -7,8 +7,8 @@ engine's own signature), the gate, the metrics JSON and the journal are the same
 workers. Every task is handed to Ray when the session starts (``submit``), so the cluster runs
 them side by side while the tests read their rows in order. Ray places each task on a node with
 a free CPU (and a GPU for ``--benchmark-device=cuda``), not round-robin. A node's worker sends
-each finished episode to the ``Mailbox`` actor, which lives on the controller's node, and waits
-for it to arrive before the next episode starts (``ray_node``).
+each finished episode to the ``Mailbox`` actor, which lives on the controller's node; each
+fact waits for the one before it to have arrived (``ray_node``).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any
 from pytest_benchmarks.cluster import ray_connect, ray_serving
 from pytest_benchmarks.cluster.ray_node import NodeRequest, run_on_node, warm_up
 from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.policy import PolicyError
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
 from pytest_benchmarks.core.settings import Settings
@@ -32,6 +33,7 @@ from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.engine.deadline import GRACE_S
 from pytest_benchmarks.metrics.journal import JournalWriter
 from pytest_benchmarks.metrics.resume import carry_on, plan_task
+from pytest_benchmarks.metrics.sequential import SequentialStop
 
 #: How often a node's lost task is started again elsewhere before it is the task's error.
 RETRIES = 3
@@ -73,7 +75,7 @@ class Remote:
     task: TaskRef
     #: The episodes the task started with (a resumed file's), or None.
     kept: TaskResult | None
-    stop: Callable[[TaskResult], str | None] | None
+    stop: SequentialStop | None
     #: The episodes its nodes finished in this session (carried on after a lost node).
     done: TaskResult
     ref: Any = None
@@ -120,18 +122,35 @@ class RayPool:
         #: The Mailbox actor's handle (Ray's types see the class, not the handle).
         self.mailbox: Any = actor.remote()
         self.remotes: dict[str, Remote] = {}
-        self.batch_size = min(settings.batch_size or 1, settings.planned)
-        needs = ray_connect.needs(settings)
-        self.function = ray.remote(run_on_node).options(max_retries=0, **needs)
+        self.needs = ray_connect.needs(settings)
+        #: The settings a node runs a task with: as many envs as the task has CPUs there.
+        self.on_node = replace(settings, batch_size=self.needs["num_cpus"])
+        self.function = ray.remote(run_on_node).options(max_retries=0, **self.needs)
         self.paths = tuple(p for p in sys.path if p and os.path.isdir(p))
         self.modules = tuple(catalog.registered_modules())
+
+    @classmethod
+    def open(
+        cls,
+        settings: Settings,
+        journal: JournalWriter | None,
+        show: Callable[[str], None],
+        envs: list[str],
+    ) -> RayPool:
+        """Join the cluster ``settings.ray`` names (a refusal is ``OptionError``, one line) and
+        start a worker on each node for ``envs``' tasks."""
+        assert settings.ray is not None
+        ray_connect.connect(settings.ray, settings)
+        pool = cls(settings, journal, show)
+        pool.warm_up(envs)
+        return pool
 
     def warm_up(self, envs: list[str]) -> None:
         """Start a worker on every node that can run a task, importing ``envs``' simulators,
         while the session collects: the tasks then find their workers ready."""
         ray = self.ray
         strategies = ray.util.scheduling_strategies
-        cpus = ray_connect.needs(self.settings)["num_cpus"]
+        cpus = self.needs["num_cpus"]
         function = ray.remote(warm_up)
         for node in ray.nodes():
             if node.get("Alive") and node["Resources"].get("CPU", 0) >= cpus:
@@ -144,13 +163,13 @@ class RayPool:
         self,
         task: TaskRef,
         kept: TaskResult | None = None,
-        stop: Callable[[TaskResult], str | None] | None = None,
+        stop: SequentialStop | None = None,
     ) -> None:
         """Hand ``task`` to the cluster (once), carrying on from ``kept``'s episodes."""
         if task.id in self.remotes:
             return
         kept, _ = plan_task(kept, self.settings.indices)
-        done = TaskResult(task, batch_size=self.batch_size, planned=self.settings.planned)
+        done = TaskResult(task, batch_size=self.on_node.batch_size, planned=self.settings.planned)
         remote = self.remotes[task.id] = Remote(task, kept, stop, done)
         self._start(remote, kept, stop)
 
@@ -158,12 +177,11 @@ class RayPool:
         self,
         remote: Remote,
         kept: TaskResult | None,
-        stop: Callable[[TaskResult], str | None] | None,
+        stop: SequentialStop | None,
     ) -> None:
         request = NodeRequest(
-            self.settings, remote.task, kept, self.batch_size, stop,
-            os.getcwd(), self.paths, self.modules,
-        )  # fmt: skip
+            self.on_node, remote.task, kept, stop, os.getcwd(), self.paths, self.modules
+        )
         remote.started_at = None
         remote.ref = self.function.remote(request, self.mailbox)
 
@@ -249,21 +267,20 @@ class RayPool:
         """The Ray task ended: with its row (its facts arrived before it returned); with its
         node gone, in which case the task starts again elsewhere from what arrived; or with
         its worker gone or its code unable to start there, which is the task's error."""
-        exceptions = self.ray.exceptions
         try:
             self.ray.get(ref)
-            why = None if remote.ended else "its Ray task returned without its row"
-        except exceptions.NodeDiedError as exc:
-            self._carry_on(remote, f"{type(exc).__name__}: {_first_line(exc)}")
+            why = "its Ray task returned without its row"
+        except self.ray.exceptions.NodeDiedError as exc:
+            self._carry_on(remote, one_line(exc))
             return
-        except exceptions.RayError as exc:
-            why = f"{type(exc).__name__}: {_first_line(exc)}"
+        except self.ray.exceptions.RayError as exc:
+            why = one_line(exc)
         if remote.ended:
             return
-        node = remote.node[:8] or "?"
         if remote.cancelled:
             self._fail(remote, self._timeout_error(remote))
         else:
+            node = remote.node[:8] or "?"
             self._fail(remote, f"RayTaskFailed: {remote.task.id} on node {node}: {why}")
 
     def _carry_on(self, remote: Remote, why: str) -> None:
@@ -281,9 +298,7 @@ class RayPool:
             f"episodes ({why}); "
             f"carried on from them on another node (try {remote.lost + 1} of {RETRIES + 1})",
         )
-        stop = remote.stop
-        if stop is not None and hasattr(stop, "carried"):
-            stop = stop.carried(so_far.episodes)
+        stop = None if remote.stop is None else remote.stop.carried(so_far.episodes)
         self._start(remote, so_far if so_far.episodes else None, stop)
 
     def _fail(self, remote: Remote, error: str) -> None:
@@ -319,8 +334,3 @@ class RayPool:
         if self.settings.policy_server == "on":
             ray_serving.stop_all()
         self.ray.shutdown()
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__

@@ -20,7 +20,6 @@ from pytest_benchmarks.plugin import assertion, events, options, signals, untime
 from pytest_benchmarks.plugin.controller import Controller
 from pytest_benchmarks.plugin.leftovers import Leftovers
 from pytest_benchmarks.plugin.nodeids import task_of_nodeid
-from pytest_benchmarks.plugin.ray_driver import RayDriver
 from pytest_benchmarks.plugin.session import (
     STATE,
     SessionState,
@@ -59,6 +58,8 @@ def pytest_configure(config: pytest.Config) -> None:
     else:
         config.pluginmanager.register(Controller(config, state), "benchmarks-controller")
         if state.settings.ray is not None and not config.option.collectonly:
+            from pytest_benchmarks.plugin.ray_driver import RayDriver  # only a Ray session's
+
             config.pluginmanager.register(RayDriver.join(config, state), "benchmarks-ray")
     xdist_controller = not state.is_worker and bool(getattr(config.option, "numprocesses", None))
     role = "worker" if state.is_worker else "controller" if xdist_controller else "session"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_benchmarks.cluster import ray_connect
 from pytest_benchmarks.cluster.ray_pool import RayPool
 from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.core.values import OptionError
@@ -37,13 +36,12 @@ class RayDriver:
                 f"--benchmark-ray: the tasks run on the Ray cluster and this session is their "
                 f"controller; drop -n {workers}"
             )
+        driver = cls(config, state)
+        envs = [name for name, tasks in state.selection.items() if tasks]
         try:
-            ray_connect.connect(settings.ray, settings)
+            state.remote = RayPool.open(settings, state.engine.journal, driver.show, envs)
         except OptionError as exc:
             raise pytest.UsageError(str(exc)) from None
-        driver = cls(config, state)
-        state.remote = RayPool(settings, state.engine.journal, driver.show)
-        state.remote.warm_up([name for name, tasks in state.selection.items() if tasks])
         return driver
 
     def show(self, line: str) -> None:
