@@ -4,6 +4,7 @@ a fresh Python 3.12 venv that holds LeRobot first), and the install script's cho
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -42,25 +43,28 @@ def test_the_plugin_installs_beside_lerobot_0_6_without_touching_it(tmp_path: Pa
     transformers and huggingface_hub keep their versions and ``pip check`` is clean."""
     (command,) = readme_commands("pip install -e")
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    python = venv / "bin" / "python"
-    done = pip(python, "install", "--quiet", LEROBOT)
-    assert done.returncode == 0, done.stderr[-3000:]
-    before = versions(python)
-    done = pip(python, *command[1:])
-    assert done.returncode == 0, done.stderr[-3000:]
-    after = versions(python)
-    print({name: before[name] for name in KEPT})
-    assert {name: after[name] for name in KEPT} == {name: before[name] for name in KEPT}
-    assert "pytest-benchmarks" in after and "metaworld" in after
-    check = pip(python, "check")
-    assert check.returncode == 0, check.stdout
-    # The plugin loads in that environment, LeRobot policies included.
-    done = subprocess.run(
-        [str(python), "-c", "import pytest_benchmarks.policies.lerobot, lerobot.policies"],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+        python = venv / "bin" / "python"
+        done = pip(python, "install", "--quiet", LEROBOT)
+        assert done.returncode == 0, done.stderr[-3000:]
+        before = versions(python)
+        done = pip(python, *command[1:])
+        assert done.returncode == 0, done.stderr[-3000:]
+        after = versions(python)
+        print({name: before[name] for name in KEPT})
+        assert {name: after[name] for name in KEPT} == {name: before[name] for name in KEPT}
+        assert "pytest-benchmarks" in after and "metaworld" in after
+        check = pip(python, "check")
+        assert check.returncode == 0, check.stdout
+        # The plugin loads in that environment, LeRobot policies included.
+        done = subprocess.run(
+            [str(python), "-c", "import pytest_benchmarks.policies.lerobot, lerobot.policies"],
+            capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+    finally:  # several GB (LeRobot's torch): gone before the tests after it run
+        shutil.rmtree(venv, ignore_errors=True)
 
 
 def install_script(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:

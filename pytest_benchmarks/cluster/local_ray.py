@@ -23,6 +23,9 @@ from pytest_benchmarks.cluster.local_slurm import free_port
 
 #: How long one ``ray start`` may take.
 START_S = 120.0
+#: Each node's object store: the tasks return rows of episodes, and Ray's default (30% of the
+#: memory per node) is a file in /tmp where /dev/shm is small, as in many containers.
+OBJECT_STORE_BYTES = 128 * 1024**2
 
 
 def unavailable() -> str | None:
@@ -56,6 +59,7 @@ class LocalRay:
         node = [
             f"--address={self.address}", f"--num-cpus={cpus}", "--num-gpus=0",
             f"--dashboard-agent-listen-port={free_port()}",
+            f"--object-store-memory={OBJECT_STORE_BYTES}",
         ]  # fmt: skip
         self.logs.append(self.temp / f"node-{len(self.logs)}.log")
         _start(self.command, node, self.environment, self.logs[-1])
@@ -132,6 +136,7 @@ def cluster(nodes: int = 2, cpus: int = 1, env: dict[str, str] | None = None) ->
             "--include-dashboard=false", f"--dashboard-port={free_port()}",
             f"--ray-client-server-port={free_port()}", f"--temp-dir={temp}",
             f"--dashboard-agent-listen-port={free_port()}",
+            f"--object-store-memory={OBJECT_STORE_BYTES}",
         ]  # fmt: skip
         running.logs.append(temp / "head.log")
         _start(ray, head, environment, running.logs[-1])

@@ -39,6 +39,10 @@ from pytest_benchmarks.metrics.sequential import SequentialStop
 RETRIES = 3
 #: How long one look at the mailbox waits for a fact.
 WAIT_S = 0.2
+#: How long an interrupted run waits for the facts its nodes already sent.
+DRAIN_S = 5.0
+#: A fact a live node sent arrives within this.
+DRAIN_WAIT_S = 1.0
 #: Past --benchmark-timeout and the engine's own stops, a task's Ray worker is ended from here.
 CANCEL_AFTER_S = 3 * GRACE_S + 5.0
 
@@ -48,24 +52,30 @@ class RemoteTaskError(RuntimeError):
 
 
 class Mailbox:
-    """Facts of every running task in arrival order (a Ray actor on the controller's node)."""
+    """Facts of every running task in arrival order (a Ray actor on the controller's node).
+
+    A fact leaves the mailbox only once the controller says it has it (``take``'s ``seen``):
+    a take whose answer an interrupt cut off loses nothing."""
 
     def __init__(self) -> None:
         self.facts: list[tuple[str, str, dict[str, Any]]] = []
+        #: How many facts the controller has (those before ``facts[0]``).
+        self.seen = 0
         self.arrived = asyncio.Event()
 
     async def put(self, task_id: str, kind: str, data: dict[str, Any]) -> None:
         self.facts.append((task_id, kind, data))
         self.arrived.set()
 
-    async def take(self, wait_s: float) -> list[tuple[str, str, dict[str, Any]]]:
-        """What arrived since the last take, waiting up to ``wait_s`` for a first fact."""
+    async def take(self, seen: int, wait_s: float) -> list[tuple[str, str, dict[str, Any]]]:
+        """The facts after the controller's first ``seen``, waiting up to ``wait_s`` for one."""
+        del self.facts[: seen - self.seen]
+        self.seen = seen
         if not self.facts:
+            self.arrived.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.arrived.wait(), wait_s)
-        facts, self.facts = self.facts, []
-        self.arrived.clear()
-        return facts
+        return list(self.facts)
 
 
 @dataclass
@@ -121,6 +131,8 @@ class RayPool:
         )
         #: The Mailbox actor's handle (Ray's types see the class, not the handle).
         self.mailbox: Any = actor.remote()
+        #: How many of the mailbox's facts have been handled here.
+        self.seen = 0
         self.remotes: dict[str, Remote] = {}
         self.needs = ray_connect.needs(settings)
         #: The settings a node runs a task with: as many envs as the task has CPUs there.
@@ -220,11 +232,18 @@ class RayPool:
         ray = self.ray
         running = {r.ref: r for r in self.remotes.values() if not r.ended and r.ref is not None}
         ended, _ = ray.wait(list(running), num_returns=len(running), timeout=0)
-        for task_id, kind, data in ray.get(self.mailbox.take.remote(0 if ended else WAIT_S)):
-            getattr(self, f"_on_{kind}")(self.remotes[task_id], data)
+        self._take(0 if ended else WAIT_S)
         for ref in ended:
             self._finished(running[ref], ref)
         self._past_deadline()
+
+    def _take(self, wait_s: float) -> int:
+        """Handle the facts that arrived (waiting up to ``wait_s`` for one); how many."""
+        facts = self.ray.get(self.mailbox.take.remote(self.seen, wait_s))
+        for task_id, kind, data in facts:
+            getattr(self, f"_on_{kind}")(self.remotes[task_id], data)
+            self.seen += 1
+        return len(facts)
 
     def _on_started(self, remote: Remote, data: dict[str, Any]) -> None:
         remote.node, remote.started_at = data["node"], time.monotonic()
@@ -325,12 +344,23 @@ class RayPool:
                 remote.cancelled = True
                 self.ray.cancel(remote.ref, force=True)
 
-    def close(self) -> None:
-        """Stop what still runs (an interrupted session), the nodes' policy servers, and leave
-        the cluster."""
+    def stop(self) -> None:
+        """An interrupted run: journal every fact already sent (the episodes a node finished
+        before the interrupt), then end what still runs on the cluster."""
+        if all(remote.ended for remote in self.remotes.values()):
+            return
+        deadline = time.monotonic() + DRAIN_S
+        while self._take(DRAIN_WAIT_S) and time.monotonic() < deadline:
+            pass
         for remote in self.remotes.values():
             if not remote.ended and remote.ref is not None:
                 self.ray.cancel(remote.ref, force=True)
+                remote.ref = None
+
+    def close(self) -> None:
+        """Stop what still runs (an interrupted session), the nodes' policy servers, and leave
+        the cluster."""
+        self.stop()
         if self.settings.policy_server == "on":
             ray_serving.stop_all()
         self.ray.shutdown()

@@ -69,6 +69,11 @@ class RayDriver:
                 continue  # finished in a resumed file, or not run at all
             pool.submit(task, self.state.resumed.get(task.id), stopping_rule(item, task))
 
+    def pytest_keyboard_interrupt(self) -> None:
+        """Before the session writes what it has: the episodes the nodes sent, then stop them."""
+        if self.state.remote is not None:
+            self.state.remote.stop()
+
     def pytest_unconfigure(self) -> None:
         if self.state.remote is not None:
             self.state.remote.close()

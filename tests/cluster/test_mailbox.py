@@ -1,0 +1,46 @@
+"""The Ray controller's mailbox gives up a fact only once the controller says it has it: a take
+whose answer an interrupt cut off is answered again, and nothing is lost or handled twice."""
+
+from __future__ import annotations
+
+import asyncio
+
+from pytest_benchmarks.cluster.ray_pool import Mailbox
+
+
+def test_a_fact_leaves_the_mailbox_only_once_the_controller_has_it():
+    async def scenario() -> list[list[str]]:
+        box = Mailbox()
+        for index in range(3):
+            await box.put("toy/walk", "episode", {"index": index})
+        first = await box.take(0, 0.0)
+        again = await box.take(0, 0.0)  # the first answer never reached the controller
+        after_two = await box.take(2, 0.0)
+        await box.put("toy/walk", "row", {})
+        rest = await box.take(3, 0.0)
+        empty = await box.take(4, 0.01)
+        return [[f"{kind}{data.get('index', '')}" for _, kind, data in facts]
+                for facts in (first, again, after_two, rest, empty)]  # fmt: skip
+
+    assert asyncio.run(scenario()) == [
+        ["episode0", "episode1", "episode2"],
+        ["episode0", "episode1", "episode2"],
+        ["episode2"],
+        ["row"],
+        [],
+    ]
+
+
+def test_a_take_waits_for_the_next_fact_and_ends_when_it_arrives():
+    async def scenario() -> tuple[bool, list[tuple[str, str, dict[str, int]]]]:
+        box = Mailbox()
+        waiting = asyncio.create_task(box.take(0, 3600.0))
+        await asyncio.sleep(0)
+        await box.put("toy/walk", "episode", {"index": 0})
+        for _ in range(10):  # a few turns of the loop, not the hour's wait
+            await asyncio.sleep(0)
+        done = waiting.done()
+        waiting.cancel()
+        return done, (waiting.result() if done else [])
+
+    assert asyncio.run(scenario()) == (True, [("toy/walk", "episode", {"index": 0})])
