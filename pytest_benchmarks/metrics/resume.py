@@ -21,7 +21,7 @@ from pytest_benchmarks.core import catalog, comparability
 from pytest_benchmarks.core.plan import plan_episodes
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
 from pytest_benchmarks.core.settings import Settings
-from pytest_benchmarks.core.tasks import SelectionError
+from pytest_benchmarks.core.tasks import SelectionError, TaskRef
 from pytest_benchmarks.metrics import journal
 from pytest_benchmarks.metrics.document import load_results
 from pytest_benchmarks.metrics.runs import InputError, load
@@ -43,16 +43,16 @@ def load_resumable(
             document = load(path)
         except InputError as exc:
             raise ResumeError(f"--benchmark-resume: {exc}") from None
-        _check_settings(path, document["run"], settings)
-        _check_rows(path, document)
         results = {result.task.id: result for result in load_results(document)}
+        _check_settings(path, document["run"], settings, [r.task for r in results.values()])
+        _check_rows(path, document)
     folder = journal.folder_for(path)
     try:
         found = journal.read(folder)
     except journal.JournalError as exc:
         raise ResumeError(f"--benchmark-resume: journal {exc}") from None
     for file, run in found.runs.items():
-        _check_settings(file, run, settings)
+        _check_settings(file, run, settings, [r.task for r in found.results.values()])
     for task_id, logged in found.results.items():
         results[task_id] = _merge(results.get(task_id), logged)
     for result in results.values():
@@ -62,9 +62,14 @@ def load_resumable(
     return results
 
 
-def _check_settings(source: Path, earlier: dict[str, Any], settings: Settings) -> None:
-    """Refuse a file made with other settings (``comparability.RESUMED``), naming the first."""
-    found = comparability.differences(earlier, settings.as_dict(), options=comparability.RESUMED)
+def _check_settings(
+    source: Path, earlier: dict[str, Any], settings: Settings, tasks: Iterable[TaskRef]
+) -> None:
+    """Refuse a file made with other settings (``comparability.RESUMED``), naming the first;
+    the benchmark's own value of a setting is no difference from that value named
+    (``comparability.effective``, over the file's ``tasks``)."""
+    earlier, now = comparability.effective(earlier, settings.as_dict(), tasks)
+    found = comparability.differences(earlier, now, options=comparability.RESUMED)
     if found:
         d = found[0]
         raise ResumeError(

@@ -91,8 +91,12 @@ def merge_documents(documents: Sequence[tuple[Path, dict[str, Any]]]) -> dict[st
     results: list[TaskResult] = []
     check_shards(documents)
     for path, document in documents:
-        # Shards of one run share every setting with a bearing on outcomes.
-        differ = comparability.differences(first["run"], document["run"])
+        # Shards of one run share every setting with a bearing on outcomes (the benchmark's
+        # own step limit is that value named, where it is one value for the shards' tasks).
+        tasks = [r.task for _, d in (documents[0], (path, document)) for r in load_results(d)]
+        differ = comparability.differences(
+            *comparability.effective(first["run"], document["run"], tasks)
+        )
         if differ:
             raise InputError(
                 f"{path}: {', '.join(d.text() for d in differ)} from {first_path}; shards of "

@@ -269,8 +269,9 @@ def _task():
 
 def test_the_benchmarks_own_step_limit_is_no_difference_where_it_is_one_value(tmp_path: Path):
     """A run that took Meta-World's own step limit (recorded as the default) and one that named
-    500 are one experiment, and compare says so; 100 is refused, naming the 500 it means;
-    LIBERO's own limit differs by suite, so the default beside a number stays a difference."""
+    500 are one experiment, and compare, merge and resume say so; 100 is refused, naming the
+    500 it means; LIBERO's own limit differs by suite, so the default beside a number stays a
+    difference."""
     from pytest_benchmarks.core import catalog, comparability
     from pytest_benchmarks.metrics import runs
 
@@ -292,3 +293,17 @@ def test_the_benchmarks_own_step_limit_is_no_difference_where_it_is_one_value(tm
     assert status == 0 and not any("max_steps" in line for line in lines), lines
     with pytest.raises(runs.Unjudgeable, match="max_steps 500 → 100"):
         runs.compare_runs(documents[None], documents[100], 0.05, "stat")
+    # merge: shards of one run, one that took the benchmark's own limit and one that named it.
+    _metrics(replace(base, max_steps=500), tmp_path, "push-500.json", "push-v3")
+    _metrics(replace(base, max_steps=100), tmp_path, "push-100.json", "push-v3")
+    merged = runs.merge([tmp_path / "None.json", tmp_path / "push-500.json"])
+    assert sorted(r["id"] for r in merged["results"]) == ["metaworld/push-v3", "metaworld/reach-v3"]
+    with pytest.raises(runs.InputError, match="max_steps 500 → 100 from"):
+        runs.merge([tmp_path / "None.json", tmp_path / "push-100.json"])
+    # resume: a file of the benchmark's own limit carried on by a run that names it.
+    from pytest_benchmarks.metrics.resume import ResumeError, load_resumable
+
+    kept = load_resumable(tmp_path / "None.json", replace(base, max_steps=500))
+    assert list(kept) == ["metaworld/reach-v3"]
+    with pytest.raises(ResumeError, match="made with max_steps 500, this run has 100"):
+        load_resumable(tmp_path / "None.json", replace(base, max_steps=100))
