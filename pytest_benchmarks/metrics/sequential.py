@@ -37,7 +37,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import betainc, betaln
 
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
 from pytest_benchmarks.metrics.stats import episode_key, moved_start
@@ -55,6 +54,8 @@ REGRESSED, HELD, UNDECIDED = "REGRESSED", "HELD", "reached the maximum"
 def regression_e(lost: ArrayLike, gained: ArrayLike) -> np.ndarray:
     """The mixture e-value for a drop after ``lost`` and ``gained`` discordant pairs,
     ``2 * int_{1/2}^{1} (2 theta)^L (2 (1 - theta))^G dtheta``, elementwise over arrays."""
+    from scipy.special import betainc, betaln  # here: the plugin loads without scipy's 0.3 s
+
     a, b = np.asarray(lost, dtype=float) + 1, np.asarray(gained, dtype=float) + 1
     upper = 1.0 - betainc(a, b, 0.5)  # the Beta(a, b) mass above 1/2
     with np.errstate(divide="ignore"):
