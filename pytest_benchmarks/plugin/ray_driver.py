@@ -50,12 +50,19 @@ class RayDriver:
             controller.show(line)
 
     def pytest_report_header(self) -> list[str]:
+        """The cluster, and what a task steps there (the header's ``batch size auto`` is one env
+        per task on Ray, unless --benchmark-batch-size says more)."""
         import ray
 
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         cpus = sum(n["Resources"].get("CPU", 0) for n in nodes)
         gpus = sum(n["Resources"].get("GPU", 0) for n in nodes)
-        return [f"ray: {self.state.settings.ray}, {len(nodes)} nodes, {cpus:g} CPUs, {gpus:g} GPUs"]
+        pool = self.state.remote
+        envs = pool.on_node.batch_size if pool is not None else 1
+        return [
+            f"ray: {self.state.settings.ray}, {len(nodes)} nodes, {cpus:g} CPUs, {gpus:g} GPUs; "
+            f"each task steps {envs} env{'s' if envs != 1 else ''} on one node"
+        ]
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Every task a collected test evaluates goes to the cluster now, in test order."""

@@ -64,7 +64,7 @@ def test_a_session_and_the_api_on_the_cluster_equal_them_without_ray(
     ray = session(pytester, *args, "--benchmark-ray=auto", "--benchmark-metrics=ray.json")
     out, _ = ray.communicate(timeout=300)
     assert ray.returncode == 0, out
-    assert "ray: auto, 3 nodes, 2 CPUs, 0 GPUs" in out
+    assert "ray: auto, 3 nodes, 2 CPUs, 0 GPUs; each task steps 1 env on one node" in out
     pytester.runpytest(*args, "--benchmark-metrics=whole.json").assert_outcomes(passed=3)
     on_ray = read_metrics(pytester.path / "ray.json")
     assert outcomes(on_ray) == outcomes(read_metrics(pytester.path / "whole.json"))
