@@ -347,15 +347,16 @@ class RayPool:
     def stop(self) -> None:
         """An interrupted run: journal every fact already sent (the episodes a node finished
         before the interrupt), then end what still runs on the cluster."""
-        if all(remote.ended for remote in self.remotes.values()):
+        running = [r for r in self.remotes.values() if not r.ended and r.ref is not None]
+        if not running:  # all ended, or stopped already (an interrupt, then close)
             return
         deadline = time.monotonic() + DRAIN_S
         while self._take(DRAIN_WAIT_S) and time.monotonic() < deadline:
             pass
-        for remote in self.remotes.values():
-            if not remote.ended and remote.ref is not None:
+        for remote in running:
+            if not remote.ended:
                 self.ray.cancel(remote.ref, force=True)
-                remote.ref = None
+            remote.ref = None
 
     def close(self) -> None:
         """Stop what still runs (an interrupted session), the nodes' policy servers, and leave

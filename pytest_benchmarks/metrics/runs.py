@@ -90,10 +90,11 @@ def merge_documents(documents: Sequence[tuple[Path, dict[str, Any]]]) -> dict[st
     owner: dict[str, Path] = {}
     results: list[TaskResult] = []
     check_shards(documents)
-    for path, document in documents:
+    loaded = [load_results(document) for _, document in documents]
+    for (path, document), shard in zip(documents, loaded, strict=True):
         # Shards of one run share every setting with a bearing on outcomes (the benchmark's
         # own step limit is that value named, where it is one value for the shards' tasks).
-        tasks = [r.task for _, d in (documents[0], (path, document)) for r in load_results(d)]
+        tasks = [r.task for r in (*loaded[0], *shard)]
         differ = comparability.differences(
             *comparability.effective(first["run"], document["run"], tasks)
         )
@@ -102,7 +103,7 @@ def merge_documents(documents: Sequence[tuple[Path, dict[str, Any]]]) -> dict[st
                 f"{path}: {', '.join(d.text() for d in differ)} from {first_path}; shards of "
                 "one run share every setting an outcome depends on"
             )
-        for result in load_results(document):
+        for result in shard:
             if result.task.id in owner:
                 raise InputError(
                     f"{path}: task {result.task.id} is also in {owner[result.task.id]}; "

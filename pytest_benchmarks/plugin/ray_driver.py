@@ -57,8 +57,8 @@ class RayDriver:
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         cpus = sum(n["Resources"].get("CPU", 0) for n in nodes)
         gpus = sum(n["Resources"].get("GPU", 0) for n in nodes)
-        pool = self.state.remote
-        envs = pool.on_node.batch_size if pool is not None else 1
+        assert self.state.remote is not None  # joined in ``join``
+        envs = self.state.remote.on_node.batch_size
         return [
             f"ray: {self.state.settings.ray}, {len(nodes)} nodes, {cpus:g} CPUs, {gpus:g} GPUs; "
             f"each task steps {envs} env{'s' if envs != 1 else ''} on one node"
