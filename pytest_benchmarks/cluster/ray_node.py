@@ -29,6 +29,14 @@ from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.settings import Settings
 from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.engine.run import RunEngine
+from pytest_benchmarks.metrics.events import (
+    EpisodeFinished,
+    Event,
+    Notice,
+    TaskEnded,
+    TaskFailed,
+    TaskStarted,
+)
 from pytest_benchmarks.metrics.sequential import SequentialStop
 from pytest_benchmarks.policies import make_policy
 from pytest_benchmarks.policies.endpoint import PolicyServerError
@@ -40,10 +48,10 @@ class NodeRequest:
     """A task to run on a node, with what the controller's process knows that the node does
     not: the episodes already kept, the stopping rule, its directory and import paths.
 
-    What it tells the controller, by kind: ``started`` (its node), ``episode`` (the
-    record and the policy's identity), ``notice`` (a line), ``row`` (the task's whole row,
-    however it ended), ``error`` (after the row: ``line``, ``policy`` when the policy could
-    not be built, ``trace``)."""
+    What it tells the controller, as the run's events (``metrics.events``): ``TaskStarted``
+    (with its node), ``EpisodeFinished``, ``Notice``, ``TaskEnded`` (the task's whole row,
+    however it ended), ``TaskFailed`` (after the row, when the policy could not be built or
+    the node's code failed)."""
 
     #: The run's settings, with the batch size the task's CPUs on the node give.
     settings: Settings
@@ -88,17 +96,17 @@ def run_on_node(request: NodeRequest, mailbox: Any) -> None:
 
     unacknowledged: list[Any] = []
 
-    def tell(kind: str, wait: bool = True, **data: Any) -> None:
+    def tell(event: Event, wait: bool = True) -> None:
         """Send a fact; the one sent before it must have arrived first (``wait``), and this
         one too before the task returns: at most the last finished episode is on its way when
         the node dies, while the next one runs."""
         if wait and unacknowledged:
             ray.get(unacknowledged)
             unacknowledged.clear()
-        unacknowledged.append(mailbox.put.remote(task.id, kind, data))
+        unacknowledged.append(mailbox.put.remote(event))
 
     node = ray.get_runtime_context().get_node_id()
-    tell("started", node=node)
+    tell(TaskStarted.here(task.id, node=node))
     try:
         _enter(request.paths, request.cwd, request.modules)
         settings = request.settings
@@ -112,7 +120,7 @@ def run_on_node(request: NodeRequest, mailbox: Any) -> None:
             server, started = ray_serving.endpoint_for(settings, node)
             loading = replace(loading, server=server)
             if started is not None:
-                tell("notice", wait=False, line=started)
+                tell(Notice(task.id, started), wait=False)
 
         def build() -> Policy:
             try:
@@ -124,19 +132,19 @@ def run_on_node(request: NodeRequest, mailbox: Any) -> None:
                 raise PolicyError(str(exc)) from None
 
         def episode(result: TaskResult) -> None:
-            tell("episode", record=result.episodes[-1], policy=result.policy)
+            tell(EpisodeFinished.of(task.id, result.episodes[-1], result.policy))
 
         engine.run_task(
             env,
             build,
             processors,
-            lambda row: tell("row", row=row),
+            lambda row: tell(TaskEnded.of(row)),
             progress=episode,
-            notify=lambda line: tell("notice", wait=False, line=line),
+            notify=lambda line: tell(Notice(task.id, line), wait=False),
             stop=request.stop,
         )
     except PolicyError as exc:
-        tell("error", line=str(exc), policy=True, trace="")
+        tell(TaskFailed(task.id, str(exc), policy=True))
     except BaseException as exc:  # the task's error, whatever it is, reaches the controller
-        tell("error", line=one_line(exc), policy=False, trace=traceback.format_exc())
+        tell(TaskFailed(task.id, one_line(exc), trace=traceback.format_exc()))
     ray.get(unacknowledged)  # every fact arrived before the task returns

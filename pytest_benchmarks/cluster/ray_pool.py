@@ -27,10 +27,18 @@ from pytest_benchmarks.cluster.ray_node import NodeRequest, run_on_node, warm_up
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.policy import PolicyError
-from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
+from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.settings import Settings
 from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.engine.deadline import GRACE_S
+from pytest_benchmarks.metrics.events import (
+    EpisodeFinished,
+    Event,
+    Notice,
+    TaskEnded,
+    TaskFailed,
+    TaskStarted,
+)
 from pytest_benchmarks.metrics.journal import JournalWriter
 from pytest_benchmarks.metrics.resume import carry_on, plan_task
 from pytest_benchmarks.metrics.sequential import SequentialStop
@@ -58,16 +66,16 @@ class Mailbox:
     a take whose answer an interrupt cut off loses nothing."""
 
     def __init__(self) -> None:
-        self.facts: list[tuple[str, str, dict[str, Any]]] = []
+        self.facts: list[Event] = []
         #: How many facts the controller has (those before ``facts[0]``).
         self.seen = 0
         self.arrived = asyncio.Event()
 
-    async def put(self, task_id: str, kind: str, data: dict[str, Any]) -> None:
-        self.facts.append((task_id, kind, data))
+    async def put(self, event: Event) -> None:
+        self.facts.append(event)
         self.arrived.set()
 
-    async def take(self, seen: int, wait_s: float) -> list[tuple[str, str, dict[str, Any]]]:
+    async def take(self, seen: int, wait_s: float) -> list[Event]:
         """The facts after the controller's first ``seen``, waiting up to ``wait_s`` for one."""
         del self.facts[: seen - self.seen]
         self.seen = seen
@@ -97,7 +105,7 @@ class Remote:
     #: Ended from here past --benchmark-timeout.
     cancelled: bool = False
     row: TaskResult | None = None
-    error: dict[str, Any] | None = None
+    error: TaskFailed | None = None
     #: The test waiting for the row: its progress and notices.
     progress: Callable[[TaskResult], None] | None = None
     notify: Callable[[str], None] | None = None
@@ -223,9 +231,9 @@ class RayPool:
         error = remote.error
         if error is None:
             return remote.row
-        if error.get("policy"):
-            raise PolicyError(error["line"])
-        raise RemoteTaskError(error.get("trace") or error["line"])
+        if error.policy:
+            raise PolicyError(error.line)
+        raise RemoteTaskError(error.trace or error.line)
 
     def pump(self) -> None:
         """One look: the facts that arrived, the tasks whose Ray task ended."""
@@ -240,39 +248,39 @@ class RayPool:
     def _take(self, wait_s: float) -> int:
         """Handle the facts that arrived (waiting up to ``wait_s`` for one); how many."""
         facts = self.ray.get(self.mailbox.take.remote(self.seen, wait_s))
-        for task_id, kind, data in facts:
-            getattr(self, f"_on_{kind}")(self.remotes[task_id], data)
+        for event in facts:
+            getattr(self, f"_on_{event.kind}")(self.remotes[event.task], event)
             self.seen += 1
         return len(facts)
 
-    def _on_started(self, remote: Remote, data: dict[str, Any]) -> None:
-        remote.node, remote.started_at = data["node"], time.monotonic()
+    def _on_task_started(self, remote: Remote, event: TaskStarted) -> None:
+        remote.node, remote.started_at = event.node, time.monotonic()
         if self.journal is not None and not remote.journaled:
             remote.journaled = True
             self.journal.start(remote.kept or remote.done)
 
-    def _on_episode(self, remote: Remote, data: dict[str, Any]) -> None:
-        record: EpisodeRecord = data["record"]
+    def _on_episode_finished(self, remote: Remote, event: EpisodeFinished) -> None:
+        record = event.record()
         remote.done.episodes.append(record)
-        remote.done.policy = data["policy"]
+        remote.done.policy = event.policy
         if self.journal is not None:
-            self.journal.episode(remote.task.id, record, data["policy"])
+            self.journal.episode(remote.task.id, record, event.policy)
         if remote.progress is not None:
             remote.progress(remote.so_far(self.settings.planned))
 
-    def _on_notice(self, remote: Remote, data: dict[str, Any]) -> None:
-        self._tell(remote, data["line"])
+    def _on_notice(self, remote: Remote, event: Notice) -> None:
+        self._tell(remote, event.line)
 
-    def _on_row(self, remote: Remote, data: dict[str, Any]) -> None:
-        row: TaskResult = data["row"]
+    def _on_task_ended(self, remote: Remote, event: TaskEnded) -> None:
+        row = event.result()
         if remote.cancelled and row.error is None:
             row = replace(row, error=self._timeout_error(remote))
         remote.row = row
         if self.journal is not None:
             self.journal.end(row)
 
-    def _on_error(self, remote: Remote, data: dict[str, Any]) -> None:
-        remote.error = data
+    def _on_task_failed(self, remote: Remote, event: TaskFailed) -> None:
+        remote.error = event
 
     def _tell(self, remote: Remote, line: str) -> None:
         if remote.notify is not None:
@@ -322,8 +330,8 @@ class RayPool:
 
     def _fail(self, remote: Remote, error: str) -> None:
         row = replace(remote.so_far(self.settings.planned), error=error)
-        self._on_row(remote, {"row": row})
-        remote.error = {"line": error, "policy": False, "trace": error}
+        self._on_task_ended(remote, TaskEnded.of(row))
+        remote.error = TaskFailed(remote.task.id, error, trace=error)
 
     def _timeout_error(self, remote: Remote) -> str:
         return (

@@ -4,9 +4,10 @@ The metrics JSON is rewritten when a task ends; a run killed mid-task (SIGKILL, 
 terminal, an out-of-memory kill, a crashed xdist worker, a power cut) would lose the episodes
 that task had finished. So each process that runs episodes also appends to a journal of its
 own, ``METRICS.journal/PID-TIME.jsonl`` beside the metrics JSON (one file per process: no two
-writers share one): a header with the run's settings, then a line when a task starts, one per
-finished episode and one when the task ends, each flushed and fsynced before the run goes on.
-Every line carries a checksum of its content, so an edited or damaged record is caught.
+writers share one): a header with the run's settings, then the run's own events
+(``metrics.events``: the task started, each episode finished, the task ended), each flushed and
+fsynced before the run goes on. Every line carries a checksum of its content, so an edited or
+damaged record is caught.
 
 ``read`` merges a folder's files into one ``TaskResult`` per task: the episodes of every file
 by index (a later file's record of an index replaces an earlier one's), the error and row of
@@ -29,14 +30,20 @@ import stat
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
+from pytest_benchmarks.metrics.events import EpisodeFinished, Event, TaskEnded, TaskStarted, parse
 
-VERSION = 1
+#: 2: each line an event of ``metrics.events``; 1 (still read): lines of their own names.
+VERSION = 2
+#: A version 1 line's name and the event kind it was.
+_V1_KINDS = {"start": TaskStarted.kind, "episode": EpisodeFinished.kind, "end": TaskEnded.kind}
+#: What a line of an episode holds in its text, whichever version wrote it (``discard`` counts).
+_EPISODE_MARKS = (b'"kind":"episode_finished"', b'"event":"episode"')
 
 #: The error of a task whose process ended before the task did.
 INTERRUPTED = "Interrupted: the process running the task ended before it did (journal)"
@@ -80,7 +87,7 @@ class JournalWriter:
         #: Told at once when the journal cannot be written (else a warning says it).
         self.notify: Callable[[str], None] | None = None
 
-    def _write(self, entry: dict[str, Any]) -> None:
+    def _write(self, event: Event) -> None:
         if self.error is not None:
             return
         try:
@@ -88,9 +95,9 @@ class JournalWriter:
                 self.folder.mkdir(parents=True, exist_ok=True)
                 self.path = self.folder / f"{os.getpid()}-{time.time_ns()}.jsonl"
                 self._file = self.path.open("a", encoding="utf-8")
-                header = {"event": "run", "version": VERSION, "pid": os.getpid(), "run": self.run}
+                header = {"kind": "run", "version": VERSION, "pid": os.getpid(), "run": self.run}
                 self._append(header)
-            self._append(entry)
+            self._append({"at": time.time(), **event.wire()})
         except OSError as exc:
             # A full disk must not fail the run, which still writes its metrics JSON; this
             # process stops journaling rather than leave a damaged line mid-file.
@@ -114,18 +121,16 @@ class JournalWriter:
 
     def start(self, result: TaskResult) -> None:
         """A task starts (``result`` holds the episodes it carries on, if any)."""
-        self._write({"event": "start", "at": time.time(), "row": _head(result)})
+        self._write(TaskStarted.here(result.task.id, row=_head(result)))
         for episode in result.episodes:
             self.episode(result.task.id, episode, result.policy)
 
     def episode(self, task_id: str, episode: EpisodeRecord, policy: dict[str, Any]) -> None:
-        self._write(
-            {"event": "episode", "id": task_id, "policy": policy, "episode": asdict(episode)}
-        )
+        self._write(EpisodeFinished.of(task_id, episode, policy))
 
     def end(self, result: TaskResult) -> None:
         """The task ended, finished or not: its whole row."""
-        self._write({"event": "end", "row": _head(result)})
+        self._write(TaskEnded(result.task.id, _head(result)))
 
     def close(self) -> None:
         if self._file is not None:
@@ -183,29 +188,47 @@ def _lines(path: Path, notes: list[str]) -> list[dict[str, Any]]:
     return entries
 
 
+def _event(entry: dict[str, Any]) -> Event | dict[str, Any]:
+    """A line's event; the header as it is. A version 1 line is read as the event it was."""
+    entry = dict(entry)
+    entry.pop("at", None)
+    if "event" in entry:  # version 1
+        name = entry.pop("event")
+        if name == "run":
+            return entry
+        if name == "episode":
+            entry["task"] = entry.pop("id")
+        else:
+            entry["task"] = entry["row"]["id"]
+        entry["kind"] = _V1_KINDS[name]
+    if entry["kind"] == "run":
+        return entry
+    return parse(entry)
+
+
 def _apply(journal: Journal, path: Path, entry: dict[str, Any]) -> None:
-    """One entry of a file, onto the merged results."""
-    event = entry["event"]
-    if event == "run":
-        journal.runs[path] = entry["run"]
-    elif event == "start":
-        result = TaskResult.from_row({**entry["row"], "episodes": []})
+    """One line of a file, onto the merged results."""
+    event = _event(entry)
+    if isinstance(event, dict):
+        journal.runs[path] = event["run"]
+    elif isinstance(event, TaskStarted):
+        result = TaskResult.from_row({**event.row, "episodes": []})
         earlier = journal.results.get(result.task.id)
         result.episodes = earlier.episodes if earlier is not None else []
         result.error = INTERRUPTED  # until its end line
         journal.results[result.task.id] = result
-    elif event == "episode":
-        result = journal.results[entry["id"]]
-        episode = EpisodeRecord(**entry["episode"])
+    elif isinstance(event, EpisodeFinished):
+        result = journal.results[event.task]
+        episode = event.record()
         kept = [e for e in result.episodes if e.index != episode.index]
         result.episodes = sorted([*kept, episode], key=lambda e: e.index)
-        result.policy = entry["policy"] or result.policy
-    elif event == "end":
-        ended = TaskResult.from_row({**entry["row"], "episodes": []})
+        result.policy = event.policy or result.policy
+    elif isinstance(event, TaskEnded):
+        ended = event.result()
         ended.episodes = journal.results[ended.task.id].episodes
         journal.results[ended.task.id] = ended
     else:
-        raise KeyError(event)
+        raise KeyError(event.kind)
 
 
 #: A journal file's name: the pid and the time (ns) its process opened it.
@@ -262,7 +285,8 @@ def discard(folder: Path) -> int:
     journals = files(folder, [])
     for path in journals:
         with contextlib.suppress(OSError):
-            count += path.read_bytes().count(b'"event":"episode"')
+            text = path.read_bytes()
+            count += sum(text.count(mark) for mark in _EPISODE_MARKS)
     shutil.rmtree(folder, ignore_errors=True)  # an empty read-only mount stays, harmlessly
     left = [path for path in journals if path.exists()]
     if left:

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -199,3 +200,39 @@ def test_a_resumed_run_skips_a_fifo_in_its_journal_and_says_so(toy_project: pyte
     result = toy_project.runpytest(*ARGS, f"--benchmark-metrics={metrics}", "--benchmark-resume")
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines([f"*journal: skipped {folder / '7-7.jsonl'}: not a regular file*"])
+
+
+def _v1_lines(entries: list[dict]) -> str:
+    """Lines as version 1 wrote them (compact JSON, each with its checksum)."""
+    return "".join(
+        json.dumps({**e, "sum": journal._checksum(e)}, separators=(",", ":")) + "\n"
+        for e in entries
+    )
+
+
+def test_a_journal_of_the_earlier_line_format_is_read_as_the_same_events(tmp_path: Path):
+    """Version 1 named its lines ``start``, ``episode`` and ``end``: a run interrupted before
+    an upgrade is still carried on from it, as the events those lines were."""
+    folder = tmp_path / "j"
+    folder.mkdir()
+    result = _result(3)
+    head = {k: v for k, v in result.to_row().items() if k != "episodes"}
+    entries: list[dict] = [
+        {"event": "run", "version": 1, "pid": 1, "run": {"seed": 1000}},
+        {"event": "start", "at": 1.0, "row": {**head, "n_episodes": 0}},
+        *(
+            {"event": "episode", "id": "toy/walk", "policy": result.policy, "episode": asdict(e)}
+            for e in result.episodes[:2]
+        ),
+    ]
+    path = folder / "1-1.jsonl"
+    path.write_text(_v1_lines(entries))
+    found = journal.read(folder)
+    walk = found.results["toy/walk"]
+    assert walk.episodes == result.episodes[:2] and walk.error == journal.INTERRUPTED
+    assert walk.policy == {"source": "module"} and found.runs == {path: {"seed": 1000}}
+    entries.append({"event": "end", "row": head})
+    path.write_text(_v1_lines(entries))
+    ended = journal.read(folder).results["toy/walk"]
+    assert ended.error is None and ended.episodes == result.episodes[:2]
+    assert journal.discard(folder) == 2

@@ -43,7 +43,7 @@ def renamed(files: list[Path], pids: list[int]) -> None:
         entries = [json.loads(line) for line in source.read_text().splitlines()]
         for entry in entries:
             del entry["sum"]
-            if entry["event"] == "start":
+            if entry["kind"] == "task_started":
                 entry["at"] -= 3600
         texts.append(
             "".join(json.dumps({**e, "sum": journal._checksum(e)}) + "\n" for e in entries)

@@ -118,7 +118,7 @@ def journaled_episodes(metrics: Path) -> int:
     folder = journal.folder_for(metrics)
     if not folder.is_dir():
         return 0
-    return sum(f.read_text().count('"event":"episode"') for f in folder.glob("*.jsonl"))
+    return sum(f.read_text().count('"kind":"episode_finished"') for f in folder.glob("*.jsonl"))
 
 
 def test_a_server_that_dies_ends_the_waiting_tasks_in_one_line_and_keeps_their_episodes(
