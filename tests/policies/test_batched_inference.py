@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from helpers import read_metrics
+from helpers import read_metrics, run
 
 from pytest_benchmarks.api import evaluate
 from pytest_benchmarks.core import catalog
@@ -220,9 +220,7 @@ def test_the_gate_never_judges_batched_runs_by_batch_of_one_snapshots(
 
 def test_other_policies_refuse_the_flag_in_one_line(pytester: pytest.Pytester):
     pytester.makepyfile(test_mw=TESTS)
-    result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--benchmark-batched-inference", "--benchmark-task=reach-v3"
-    )  # fmt: skip
+    result = run(pytester, "--benchmark-batched-inference", "--benchmark-task=reach-v3")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         ["ERROR: --benchmark-batched-inference: only lerobot: policies share forward passes "

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import hub_cache, read_metrics
+from helpers import hub_cache, read_metrics, run
 
 from pytest_benchmarks.api import evaluate
 from pytest_benchmarks.core import catalog
@@ -210,8 +210,8 @@ def test_the_lerobot_ci_evaluation_commands_run_as_written(
         flags = ["--benchmark-task=push-v3",
                  '--benchmark-rename-map={"observation.image": "observation.images.camera1"}']  # fmt: skip
     metrics = tmp_path / "m.json"
-    result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", f"--benchmark-policy=lerobot:{folder}", *flags,
+    result = run(
+        pytester, f"--benchmark-policy=lerobot:{folder}", *flags,
         "--benchmark-episodes=1", "--benchmark-max-steps=4", f"--benchmark-metrics={metrics}",
     )  # fmt: skip
     result.assert_outcomes(passed=1)

@@ -70,7 +70,7 @@ def test_lerobot_libero_sees_what_the_native_lerobot_layout_sees_step_for_step(
     env_arg = next(a for a in args if a.startswith("--benchmark-env-arg="))
     args[args.index(env_arg)] = f"{env_arg},observation_height={SIZE},observation_width={SIZE}"
     monkeypatch.setenv("SEEN", str(pytester.path / "lerobot.jsonl"))
-    run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-k", "test_rollout", *args,
+    run = pytester.runpytest("-p", "no:cacheprovider", "-k", "test_rollout", *args,
                                         "--benchmark-episodes=2", "--benchmark-max-steps=3",
                                         "--benchmark-batch-size=2")  # fmt: skip
     run.assert_outcomes(passed=1)
