@@ -272,7 +272,10 @@ class RayPool:
         self._tell(remote, event.line)
 
     def _on_task_ended(self, remote: Remote, event: TaskEnded) -> None:
-        row = event.result()
+        self._end(remote, event.result())
+
+    def _end(self, remote: Remote, row: TaskResult) -> None:
+        """The task's row, however it ended: kept for its test, journaled."""
         if remote.cancelled and row.error is None:
             row = replace(row, error=self._timeout_error(remote))
         remote.row = row
@@ -330,7 +333,7 @@ class RayPool:
 
     def _fail(self, remote: Remote, error: str) -> None:
         row = replace(remote.so_far(self.settings.planned), error=error)
-        self._on_task_ended(remote, TaskEnded.of(row))
+        self._end(remote, row)
         remote.error = TaskFailed(remote.task.id, error, trace=error)
 
     def _timeout_error(self, remote: Remote) -> str:

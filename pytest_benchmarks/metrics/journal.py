@@ -41,7 +41,12 @@ from pytest_benchmarks.metrics.events import EpisodeFinished, Event, TaskEnded, 
 #: 2: each line an event of ``metrics.events``; 1 (still read): lines of their own names.
 VERSION = 2
 #: A version 1 line's name and the event kind it was.
-_V1_KINDS = {"start": TaskStarted.kind, "episode": EpisodeFinished.kind, "end": TaskEnded.kind}
+_V1_KINDS = {
+    "run": "run",
+    "start": TaskStarted.kind,
+    "episode": EpisodeFinished.kind,
+    "end": TaskEnded.kind,
+}
 #: What a line of an episode holds in its text, whichever version wrote it (``discard`` counts).
 _EPISODE_MARKS = (b'"kind":"episode_finished"', b'"event":"episode"')
 
@@ -194,13 +199,11 @@ def _event(entry: dict[str, Any]) -> Event | dict[str, Any]:
     entry.pop("at", None)
     if "event" in entry:  # version 1
         name = entry.pop("event")
-        if name == "run":
-            return entry
+        entry["kind"] = _V1_KINDS[name]
         if name == "episode":
             entry["task"] = entry.pop("id")
-        else:
+        elif name != "run":
             entry["task"] = entry["row"]["id"]
-        entry["kind"] = _V1_KINDS[name]
     if entry["kind"] == "run":
         return entry
     return parse(entry)

@@ -49,7 +49,7 @@ __all__ = [
     "parse",
     "read",
     "send",
-]  # fmt: skip
+]
 
 #: The report attribute that holds a report's events.
 ATTRIBUTE = "benchmark_events"

@@ -12,7 +12,7 @@ import pytest
 from pytest_benchmarks.cluster.ray_pool import RayPool
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
 from pytest_benchmarks.core.tasks import TaskRef
-from pytest_benchmarks.metrics import events, journal
+from pytest_benchmarks.metrics import events
 from pytest_benchmarks.metrics.gate import compare
 from pytest_benchmarks.plugin import events as reported
 from pytest_benchmarks.plugin.controller import Controller
@@ -65,4 +65,3 @@ def test_every_kind_is_named_once_and_each_road_handles_what_it_carries():
     assert verdict.judged()[2].notes == ("a note",)
     finished = next(e for e in _examples() if isinstance(e, events.EpisodeFinished))
     assert finished.record() == ended.result().episodes[1]
-    assert journal.VERSION == 2

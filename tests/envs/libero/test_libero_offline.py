@@ -202,9 +202,8 @@ def test_expert_based_policies_skip_tasks_without_an_expert(
 ):
     from pytest_benchmarks.envs.libero.expert import plan as libero_expert
 
-    # The sessions run in this process: the entry their conftest adds goes when the test ends.
+    # The sessions run in this process and see the entry, which goes when the test ends.
     monkeypatch.setitem(libero_expert.CANNOT, ("libero_90", 6), "left out by this test's conftest")
-    pytester.makeconftest(LEFT_OUT)
     pytester.makepyfile(
         test_lib="""
 import pytest
