@@ -150,6 +150,8 @@ def test_merge_and_split_give_each_slot_its_own_state_back():
     ]  # fmt: skip
     with pytest.raises(slot_batch.Unmergeable):
         slot_batch.merge([states[0], shorter])
+    with pytest.raises(slot_batch.Unmergeable, match=r"tensors of shapes \[\(1, 2\), \(1, 3\)\]"):
+        slot_batch.merge([torch.zeros(1, 2), torch.zeros(1, 3)])
 
 
 RUN = {"tasks": ["reach-v3"], "episodes": 4, "max_steps": 10, "obs": "pixels",
