@@ -1,5 +1,5 @@
-"""``pytest-benchmarks merge | compare | report | record-build | slurm``: work with a run's
-files outside pytest, and submit a run to Slurm.
+"""``pytest-benchmarks merge | compare | report | record-build | slurm | plan``: work with a
+run's files outside pytest, submit a run to Slurm, and plan a gate before a run.
 
 ``merge`` joins the metrics of CI shards (or xdist remote machines) into one run and refuses
 inputs that overlap, were made with different settings or cut with different shard counts;
@@ -9,7 +9,8 @@ or the runs share no task);
 ``report`` writes a Markdown table (for ``$GITHUB_STEP_SUMMARY``) and a chart; both read
 ``lerobot-eval``'s ``eval_info.json`` as a run too, in any mix with metrics files;
 ``record-build`` turns the episodes of a ``--benchmark-record`` run that stopped before its
-dataset was written (``DIR.parts``) into the LeRobotDataset.
+dataset was written (``DIR.parts``) into the LeRobotDataset;
+``plan`` simulates a planned gate's power, false alarms and episodes used.
 Bad input (and an output path that is not a regular file) is one line on stderr and exit
 status 2, never a traceback.
 """
@@ -141,6 +142,38 @@ def slurm_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def plan(args: argparse.Namespace) -> int:
+    """``pytest-benchmarks plan``: the table (or ``--json``'s rows) of ``metrics.plan``."""
+    from pytest_benchmarks.metrics import plan as planning
+
+    try:
+        drops = planning.fractions(args.drop, "--drop")
+        if args.snapshots is not None:
+            groups = [list(planning.snapshot_rates(args.snapshots).values())]
+        else:
+            if args.tasks < 1:
+                raise planning.PlanError(f"--tasks: {args.tasks}; a plan needs at least 1 task")
+            groups = [[r] * args.tasks for r in planning.fractions(args.rate, "--rate")]
+        pairings = [p.strip() for p in args.pairing.split(",") if p.strip()]
+        rows = planning.run_plan(
+            groups,
+            args.episodes,
+            drops,
+            pairings,
+            args.alpha,
+            args.sessions,
+            args.seed,
+            per_task=args.snapshots is not None,
+        )
+    except planning.PlanError as exc:  # fmt: skip
+        raise InputError(str(exc)) from None
+    if args.json:
+        print(planning.as_json(rows))
+    else:
+        print(planning.table(rows, len(groups[0]), args.episodes, args.alpha))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line: every command and option with its help."""
     parser = argparse.ArgumentParser(prog="pytest-benchmarks", description=__doc__.splitlines()[0])
@@ -188,6 +221,34 @@ def build_parser() -> argparse.ArgumentParser:
                            "nothing")  # fmt: skip
     slurm_cmd.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="-- PYTEST_ARGS",
                            help="the session's arguments, after --")  # fmt: skip
+    plan_cmd = commands.add_parser(
+        "plan", help="power, false alarms and episodes used of a planned gate, fixed and "
+        "sequential side by side, by simulation with the gate's own code",
+    )  # fmt: skip
+    plan_cmd.add_argument("--tasks", type=int, default=10, metavar="N",
+                          help="tasks per session (default 10)")  # fmt: skip
+    plan_cmd.add_argument("--episodes", type=int, default=50, metavar="N",
+                          help="episodes per task in the plan (default 50)")  # fmt: skip
+    plan_cmd.add_argument("--rate", default="0.7,0.9", metavar="R[,R...]",
+                          help="the tasks' baseline success rates, each a row group "
+                          "(default 0.7,0.9)")  # fmt: skip
+    plan_cmd.add_argument("--snapshots", type=Path, metavar="DIR",
+                          help="instead of --rate and --tasks: one task per snapshot under DIR, "
+                          "at its own rate")  # fmt: skip
+    plan_cmd.add_argument("--drop", default="0,0.1,0.2,0.3,0.5", metavar="D[,D...]",
+                          help="drops of one task's rate (default 0,0.1,0.2,0.3,0.5)")  # fmt: skip
+    plan_cmd.add_argument("--pairing", default="replay,fresh", metavar="replay|fresh",
+                          help="replay: the same episodes re-run; fresh: outcomes drawn anew "
+                          "(default both)")  # fmt: skip
+    plan_cmd.add_argument("--alpha", type=float, default=0.05, metavar="A",
+                          help="the session's level (default 0.05)")  # fmt: skip
+    plan_cmd.add_argument("--sessions", type=int, default=2000, metavar="N",
+                          help="simulated sessions a cell, at least 100 "
+                          "(default 2000)")  # fmt: skip
+    plan_cmd.add_argument("--seed", type=int, default=0, help="the simulation's seed")
+    plan_cmd.add_argument("--json", action="store_true",
+                          help="print the rows as JSON: gate, pairing, rate, drop, false_alarms, "
+                          "caught, episodes, sessions, mc_error")  # fmt: skip
     build_cmd = commands.add_parser(
         "record-build", help="write the LeRobotDataset of a --benchmark-record run from DIR.parts"
     )
@@ -239,6 +300,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return record_build(args.dir)
         if args.command == "slurm":
             return slurm_run(args)
+        if args.command == "plan":
+            return plan(args)
         _read_gate_options(args)
         if args.command == "report":
             return report(args)

@@ -2,8 +2,9 @@
 ``--benchmark-sequential``, with the scripted experts (no change) and a degraded expert (random
 actions on a fraction of steps), episodes and wall time side by side.
 
-Each cell is one pytest session of ``benchmarks/test_metaworld.py::test_no_regression`` at 50
-episodes per task (the snapshots' count, so episodes pair), ``-n WORKERS``; printed as Markdown.
+Each cell is one pytest session of ``benchmarks/test_metaworld.py`` (the README's main job: every
+test of each task, the first that runs the plan stops it) at 50 episodes per task (the
+snapshots' count, so episodes pair), ``-n WORKERS``; printed as Markdown.
 
     python benchmarks/perf/sequential_run.py --repeats 3
 """
@@ -23,11 +24,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def session(policy: str, sequential: bool, tasks: str, episodes: int, workers: int,
-            out: Path) -> tuple[float, int, int, list[str], str]:  # fmt: skip
-    """Wall time, episodes run, tasks, each task's stop reason, and the gate's closing line."""
+            out: Path) -> tuple[float, int, int, list[str], str, list[str]]:  # fmt: skip
+    """Wall time, episodes run, tasks, each task's stop reason, the gate's closing line and the
+    tasks it flagged."""
     command = [
         sys.executable, "-m", "pytest", str(ROOT / "benchmarks/test_metaworld.py"), "-q",
-        "-k", "test_no_regression", "-p", "no:cacheprovider", "--benchmark-env=metaworld",
+        "-p", "no:cacheprovider", "--benchmark-env=metaworld",
         f"--benchmark-task={tasks}", f"--benchmark-episodes={episodes}", "-n", str(workers),
         f"--benchmark-policy={policy}", f"--benchmark-metrics={out}",
     ]  # fmt: skip
@@ -40,7 +42,10 @@ def session(policy: str, sequential: bool, tasks: str, episodes: int, workers: i
     closing = next((line for line in done.stdout.splitlines()
                     if line.startswith("snapshot gate: ")), done.stdout[-300:])  # fmt: skip
     stops = [row.get("stopped") or "whole plan" for row in rows]
-    return wall, sum(row["n_episodes"] for row in rows), len(rows), stops, closing
+    lines = done.stdout.splitlines()
+    flagged = sorted({line.split()[1].rstrip(":").removeprefix("metaworld/")
+                      for line in lines if line.startswith("  REGRESSION ")})  # fmt: skip
+    return wall, sum(row["n_episodes"] for row in rows), len(rows), stops, closing, flagged
 
 
 def main() -> None:
@@ -53,8 +58,9 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{args.tasks} x {args.episodes} episodes against the committed snapshots, -n "
           f"{args.workers}; median wall time of {args.repeats} run(s).\n")  # fmt: skip
-    print("| policy | gate | episodes run | of the plan | wall time | decisions | gate's line |")
-    print("|---|---|---|---|---|---|---|")
+    print("| policy | gate | episodes run | of the plan | wall time | decisions | flagged "
+          "| gate's line |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as folder:
         for policy in ("scripted", f"scripted+noise:{args.noise}"):
             walls: dict[bool, float] = {}
@@ -63,12 +69,13 @@ def main() -> None:
                 runs = [session(policy, sequential, args.tasks, args.episodes, args.workers, o)
                         for o in out]  # fmt: skip
                 walls[sequential] = statistics.median(r[0] for r in runs)
-                _, used, tasks, stops, closing = runs[-1]
+                _, used, tasks, stops, closing, flagged = runs[-1]
                 kinds = [s.split(" after ")[0] for s in stops]
                 decisions = ", ".join(f"{kinds.count(k)} {k}" for k in sorted(set(kinds)))
                 print(f"| `{policy}` | {'sequential' if sequential else 'fixed'} | {used} | "
                       f"{used / (tasks * args.episodes):.0%} | {walls[sequential]:.0f} s "
                       f"({walls[sequential] / walls[False]:.0%}) | {decisions} | "
+                      f"{', '.join(flagged) or 'none'} | "
                       f"{closing.removeprefix('snapshot gate: ')} |", flush=True)  # fmt: skip
 
 

@@ -37,7 +37,7 @@ from pytest_benchmarks.metrics.events import (
     TaskFailed,
     TaskStarted,
 )
-from pytest_benchmarks.metrics.sequential import SequentialStop
+from pytest_benchmarks.metrics.gate.sequential import SequentialStop
 from pytest_benchmarks.policies import make_policy
 from pytest_benchmarks.policies.endpoint import PolicyServerError
 from pytest_benchmarks.policies.hub import PolicySourceError

@@ -39,9 +39,9 @@ from pytest_benchmarks.metrics.events import (
     TaskFailed,
     TaskStarted,
 )
+from pytest_benchmarks.metrics.gate.sequential import SequentialStop
 from pytest_benchmarks.metrics.journal import JournalWriter
 from pytest_benchmarks.metrics.resume import carry_on, plan_task
-from pytest_benchmarks.metrics.sequential import SequentialStop
 
 #: How often a node's lost task is started again elsewhere before it is the task's error.
 RETRIES = 3

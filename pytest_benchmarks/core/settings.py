@@ -269,11 +269,12 @@ class Settings:
         values.flag, api="debug",
     ))
     #: --snapshot-update may replace a snapshot by one of fewer episodes or other settings.
-    #: Stop each task as soon as its gate is decided (``metrics.sequential``).
+    #: Stop each task as soon as its gate is decided (``metrics.gate.sequential``).
     sequential: bool = setting(False, Option(
         "stop each task as soon as the gate is decided against its snapshot, episode pair by "
-        "pair, with anytime-valid tests (REGRESSED, or HELD: no drop as large as 30 points); "
-        "--benchmark-episodes is then the most a task runs (docs/statistics.md)",
+        "pair, with anytime-valid tests (REGRESSED, or HELD: no drop as large as 20 points), "
+        "else judge it by the fixed paired test at its plan's end; --benchmark-episodes is "
+        "then the most a task runs (docs/statistics.md)",
         values.flag, compare="note", resume=True,
     ))
     snapshot_replace: bool = setting(False, Option(

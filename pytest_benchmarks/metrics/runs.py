@@ -234,19 +234,29 @@ def compare_runs(
     judged = [t for t in common if t not in problems]
     try:
         pairs = {t: (before[t].episodes, after[t].episodes) for t in judged}
-        verdicts = list(gate.judge(pairs, alpha, mode).values())
+        verdicts = list(gate.judge(pairs, alpha, mode, sequential_order(new)).values())
     except ValueError as exc:
         raise InputError(str(exc)) from None
     lines = [*noted, *gate.verdict_lines(verdicts)]
     lines += [f"  {'unjudged':<10} {t}: cannot compare: {why}" for t, why in problems.items()]
     lines += [f"{task_id}: only in the old run" for task_id in sorted(set(before) - set(after))]
     lines += [f"{task_id}: only in the new run" for task_id in sorted(set(after) - set(before))]
-    lines.append(gate.closing_line(verdicts, alpha, mode, power, len(problems)))
+    planned = len(sequential_order(new))
+    lines.append(gate.closing_line(verdicts, alpha, mode, power, len(problems), planned=planned))
     if any(v.regression for v in verdicts):
         return lines, EXIT_REGRESSION
     if problems:
         return lines, EXIT_UNJUDGEABLE
     return lines, EXIT_REGRESSION if any(gate.fails(v, power) for v in verdicts) else 0
+
+
+def sequential_order(document: dict[str, Any]) -> tuple[int, ...]:
+    """A ``--benchmark-sequential`` run's plan (its episode indices in order), which ``compare``
+    judges as the run's stopping rule did; () for a fixed run."""
+    run = document["run"]
+    if not run.get("sequential"):
+        return ()
+    return tuple(run.get("episode_indices") or range(int(run.get("episodes") or 0)))
 
 
 def task_name(*documents: dict[str, Any]) -> Callable[[TaskResult], str]:

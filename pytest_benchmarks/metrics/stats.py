@@ -14,6 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
+import numpy as np
+from numpy.typing import ArrayLike
+
 from pytest_benchmarks.core.results import EpisodeRecord
 
 #: Episode counts searched for "needs >= N episodes"; beyond this the answer is "more than".
@@ -39,11 +42,17 @@ def mcnemar_lower(lost: int, gained: int) -> float:
     ``lost``: episodes that succeeded in the baseline and fail now; ``gained``: the reverse.
     Under no change each discordant episode is lost or gained with probability 1/2.
     """
-    if lost + gained == 0:
-        return 1.0
-    from scipy.stats import binomtest
+    return float(mcnemar_p(lost, gained))
 
-    return float(binomtest(lost, lost + gained, 0.5, alternative="greater").pvalue)
+
+def mcnemar_p(lost: ArrayLike, gained: ArrayLike) -> np.ndarray:
+    """``mcnemar_lower`` elementwise over arrays: P(X >= lost), X ~ Binomial(lost + gained,
+    1/2); 1 where no pair is discordant."""
+    from scipy.stats import binom
+
+    k, n = np.asarray(lost), np.asarray(lost) + np.asarray(gained)
+    value: np.ndarray = np.where(n > 0, binom.sf(k - 1, np.maximum(n, 1), 0.5), 1.0)
+    return np.minimum(value, 1.0)
 
 
 def min_p_value(base_successes: int, base_n: int, new_n: int, paired: bool) -> float:

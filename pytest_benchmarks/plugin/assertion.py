@@ -21,11 +21,16 @@ from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.plan import plan_episodes
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.tasks import TaskRef
-from pytest_benchmarks.metrics import run_info, sequential
+from pytest_benchmarks.metrics import run_info
 from pytest_benchmarks.metrics.gate import fails, tarone
-from pytest_benchmarks.metrics.sequential import SequentialStop, max_regression_e
+from pytest_benchmarks.metrics.gate.sequential import (
+    SequentialStop,
+    early_threshold,
+    final_alpha,
+    task_drop,
+)
 from pytest_benchmarks.metrics.snapshots import SnapshotFormatError, read
-from pytest_benchmarks.metrics.stats import episode_key, reachable_p
+from pytest_benchmarks.metrics.stats import reachable_p
 from pytest_benchmarks.plugin.session import GATE, KEPT, get_state
 from pytest_benchmarks.plugin.snapshot_extension import (
     BenchmarkSnapshotExtension,
@@ -46,7 +51,7 @@ def family(item: pytest.Item) -> tuple[str, frozenset[str], int, int]:
 
     Decided from the snapshots and the planned episodes only, never from outcomes, and once per
     test function from the collected items, so every xdist worker reaches the same answer.
-    With --benchmark-sequential, by Tarone's rule for e-values (``sequential.family``).
+    With --benchmark-sequential, at the level its final fixed tests share (``final_alpha``).
     """
     state = get_state(item.config)
     name = getattr(item, "originalname", None)
@@ -69,39 +74,54 @@ def family(item: pytest.Item) -> tuple[str, frozenset[str], int, int]:
                 (s.index, s.seed, s.init_state)
                 for s in plan_episodes(benchmark, task, settings.seed, settings.indices)
             ]
-            if settings.sequential:  # the e-value with every paired baseline success lost
-                wins = {episode_key(e) for e in stored.episodes if e.success}
-                reach[task.id] = max_regression_e(len(wins & set(keys)))
-            else:
-                reach[task.id] = reachable_p(stored.episodes, keys)
-        if settings.sequential:
-            chosen, k = sequential.family(reach, settings.alpha)
-        else:
-            chosen, k = tarone(reach, settings.alpha)
+            reach[task.id] = reachable_p(stored.episodes, keys)
+        level = final_alpha(settings.alpha) if settings.sequential else settings.alpha
+        chosen, k = tarone(reach, level)
         state.gate_families[key] = (frozenset(chosen), k, len(reach))
     members, k, compared = state.gate_families[key]
     return key, members, k, compared
 
 
+def gate_item(item: pytest.Item, task: TaskRef) -> pytest.Item | None:
+    """The test that gates ``task`` against its snapshot: ``item`` itself where it takes the
+    ``snapshot`` fixture, else the first test of its module that does, for the same task."""
+    if "snapshot" in getattr(item, "fixturenames", ()):
+        return item
+    for sibling in item.session.items:
+        if sibling.path != item.path or "snapshot" not in getattr(sibling, "fixturenames", ()):
+            continue
+        found = benchmark_param(sibling)
+        if isinstance(found, TaskRef) and found.id == task.id:
+            return sibling
+    return None
+
+
 def stopping_rule(item: pytest.Item, task: TaskRef) -> SequentialStop | None:
-    """--benchmark-sequential: the task's stopping rule against the snapshot of the test that
-    runs it (its family's level); None without a readable snapshot (the test then fails with
-    its own line) or without the option."""
+    """--benchmark-sequential: the task's stopping rule against its snapshot (``gate_item``:
+    the plan's stopping rule whichever of the task's tests runs the plan first) at its
+    family's level; None without the option or a gate test with a readable snapshot (the gate
+    test then fails with its own line)."""
     state = get_state(item.config)
     if not state.settings.sequential:
         return None
+    gated = gate_item(item, task)
+    if gated is None:
+        return None
     try:
-        stored = read(Path(_location(item)).read_text())
+        stored = read(Path(_location(gated)).read_text())
     except (OSError, UnicodeDecodeError, SnapshotFormatError):
         return None
-    _, members, k, _ = family(item)
+    _, members, k, _ = family(gated)
     kept = state.resumed.get(task.id)
+    size = len(members) if task.id in members else k
+    alpha, order = state.settings.alpha, state.settings.indices
     return SequentialStop(
         baseline=stored.episodes,
-        order=state.settings.indices,
-        threshold=max(1, len(members) if task.id in members else k) / state.settings.alpha,
+        order=order,
+        threshold=early_threshold(alpha, size),
         can_fail=task.id in members,
         kept=kept.episodes if kept is not None else (),
+        delta=task_drop(stored.episodes, order, alpha, size),
     )
 
 

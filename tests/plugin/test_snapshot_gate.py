@@ -26,6 +26,13 @@ def test_gate(evaluate, snapshot):
     assert evaluate() == snapshot
 """
 
+#: A module whose first test runs each task's plan without the gate (as the benchmark modules'
+#: test_rollout does): the plan's stopping rule still applies.
+ROLLOUT_FIRST = GATED.replace(
+    "def test_gate(",
+    "def test_rollout(evaluate):\n    assert evaluate().n_episodes\n\ndef test_gate(",
+)
+
 SNAPS = Path("__benchmark_snapshots__") / "test_gate" / "test_gate" / "toy"
 
 
@@ -536,32 +543,35 @@ def test_update_into_a_read_only_folder_is_refused_before_any_episode(
 def test_a_sequential_run_stops_each_task_when_its_gate_is_decided(
     gated: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ):
-    """--benchmark-sequential: an unchanged run is HELD after 5 of its 20 episodes per task (no
-    30-point drop: 0.7 ** 5 < 0.2), complete, not partial; a walker that loses the stroll's
-    longer episodes is REGRESSED well before its plan ends, and its test fails saying so."""
-    plan = ["--benchmark-episodes=20", "--benchmark-batch-size=1", "--benchmark-sync"]
-    run(gated, "--snapshot-update", *plan).assert_outcomes(passed=2)
+    """--benchmark-sequential: an unchanged run is HELD after 20 of its 40 episodes per task (no
+    20-point drop: 0.8 ** 20 < 0.02), complete, not partial; a walker that loses the stroll's
+    longer episodes is REGRESSED before its plan ends, and its test fails saying so; the test
+    that runs the plan first (test_rollout here, not the gate's) stops it."""
+    plan = ["--benchmark-episodes=40", "--benchmark-batch-size=1", "--benchmark-sync"]
+    gated.makepyfile(test_gate=ROLLOUT_FIRST)
+    run(gated, "--snapshot-update", *plan).assert_outcomes(passed=4)
     held = run(gated, *plan, "--benchmark-sequential", "--benchmark-metrics=held.json")
-    held.assert_outcomes(passed=2)
+    held.assert_outcomes(passed=4)
     rows = {r["id"]: r for r in json.loads((gated.path / "held.json").read_text())["results"]}
     for row in rows.values():
-        assert row["n_episodes"] == 5 and row["stopped"].startswith("HELD after 5 episodes")
+        assert row["n_episodes"] == 20 and row["stopped"].startswith("HELD after 20 episodes")
     document = json.loads((gated.path / "held.json").read_text())
     assert document["run"]["partial"] is False and document["run"]["sequential"] is True
     held.stdout.fnmatch_lines(
         [
-            "snapshot gate: 2 tasks compared (stat, *; 10 of 40 planned episodes used: 2 HELD): 0 regressed*"
+            "snapshot gate: 2 tasks compared (stat, *; 40 of 80 planned episodes used: 2 HELD): "
+            "0 regressed*"
         ]
     )
     monkeypatch.setenv("TOY_STRIDE", "0.7")
     dropped = run(gated, *plan, "--benchmark-sequential", "--benchmark-metrics=drop.json")
-    dropped.assert_outcomes(passed=1, failed=1)
+    dropped.assert_outcomes(passed=3, failed=1)
     rows = {r["id"]: r for r in json.loads((gated.path / "drop.json").read_text())["results"]}
     stroll = rows["toy/stroll"]
-    assert stroll["stopped"].startswith("REGRESSED after") and stroll["n_episodes"] < 20
+    assert stroll["stopped"].startswith("REGRESSED after") and stroll["n_episodes"] < 40
     dropped.stdout.fnmatch_lines(
-        ["*toy/stroll: 20/20 * → */*, sequential: REGRESSED after * episodes (* lost, 0 gained;"
-         " drop e * by its drop e-value → regression (if intended, *"]
+        ["*toy/stroll: 40/40 * → */*, sequential: REGRESSED after * episodes (* lost, 0 gained;"
+         " drop e *, hold e *) → regression (if intended, *"]
     )  # fmt: skip
     # What it needs, in one line each: snapshots to judge against, the stat gate, one block.
     for args, needs in [
@@ -604,7 +614,7 @@ def test_a_simulator_that_changed_under_a_snapshot_is_said_beside_the_verdict(
 def test_a_task_a_sequential_run_stopped_is_complete_for_resume(gated: pytest.Pytester):
     """A stopped task is complete, not interrupted: --benchmark-resume keeps it (no episode
     runs again) and the run is not partial."""
-    plan = ["--benchmark-episodes=20", "--benchmark-batch-size=1", "--benchmark-sync"]
+    plan = ["--benchmark-episodes=30", "--benchmark-batch-size=1", "--benchmark-sync"]
     run(gated, "--snapshot-update", *plan).assert_outcomes(passed=2)
     args = [*plan, "--benchmark-sequential", "--benchmark-metrics=m.json"]
     run(gated, *args).assert_outcomes(passed=2)
@@ -614,4 +624,4 @@ def test_a_task_a_sequential_run_stopped_is_complete_for_resume(gated: pytest.Py
     second = json.loads((gated.path / "m.json").read_text())
     assert second["run"]["partial"] is False
     assert [r["episodes"] for r in second["results"]] == [r["episodes"] for r in first["results"]]
-    assert all(r["stopped"].startswith("HELD after 5") for r in second["results"])
+    assert all(r["stopped"].startswith("HELD after 20") for r in second["results"])

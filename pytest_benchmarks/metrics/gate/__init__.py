@@ -9,10 +9,13 @@ it and print its lines:
   simulator states differ (``unpaired``); "note" settings and another policy are said beside
   the verdict (``notes``);
 - **the per-task test** (``compare``): McNemar on paired episodes, Fisher otherwise, or exact;
-  with --benchmark-sequential, the sequential gate's decision (``compare_sequential``);
+  with --benchmark-sequential, the sequential gate's decision (``compare_sequential``,
+  ``sequential``: early REGRESSED on an e-value at a share of alpha, HELD for futility, the
+  fixed paired test at the plan's end; the e-values themselves are ``evalues``);
 - **the family**: Tarone's rule (``tarone``) leaves out the tasks whose test cannot reach its
   level whatever happens, decided from the baseline and the planned episodes only; Holm's
-  step-down (``holm``) judges the others together at ``alpha``;
+  step-down (``holm``) judges the others together at ``alpha`` (both on arrays in ``family``,
+  which ``power`` uses to simulate the gate for ``pytest-benchmarks plan``);
 - **the power report**: a task that cannot fail says so with the episodes it would need, and
   fails the gate with ``--benchmark-gate-power=fail`` (``fails``);
 - **the lines**: each verdict marked by its outcome, and the closing count (``verdict_lines``,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from pytest_benchmarks.metrics.gate.refusals import ENVIRONMENT_NOTE
+from pytest_benchmarks.metrics.gate.sequential import SHARE
 from pytest_benchmarks.metrics.gate.verdicts import Comparison, fails
 
 #: The order the lines list verdicts in: what fails first.
@@ -42,14 +43,17 @@ def closing_line(
     able = sum(v.can_fail for v in verdicts)
     sequential = [v for v in verdicts if v.test == "sequential"]
     if mode == "stat" and sequential:
-        level = f", alpha {alpha:g}, sequential e-values, Bonferroni over {able} that can fail"
+        level = (
+            f", alpha {alpha:g}, sequential: e-values at {SHARE:.0%} of alpha, then McNemar "
+            f"with Holm over {able} that can fail"
+        )
     elif mode == "stat":
         level = f", alpha {alpha:g}, Holm over {able} that can fail"
     if mode == "stat" and families > 1:
         level += f" within each of {families} tests"
     if sequential and planned:
         used = sum(v.new_n for v in sequential)
-        states = [v.decision.split(" after ")[0] for v in sequential]
+        states = [v.state for v in sequential]
         why = ", ".join(f"{states.count(s)} {s}" for s in sorted(set(states)))
         level += f"; {used} of {planned * len(sequential)} planned episodes used: {why}"
     if any(v.regression for v in verdicts):

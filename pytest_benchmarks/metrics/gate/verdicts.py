@@ -9,7 +9,16 @@ from typing import Any
 
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult, rate_text
 from pytest_benchmarks.core.settings import GATE_MODES
-from pytest_benchmarks.metrics.sequential import REGRESSED, decide, paired_diffs
+from pytest_benchmarks.metrics.gate.family import holm_reject, tarone_mask
+from pytest_benchmarks.metrics.gate.sequential import (
+    REGRESSED,
+    UNDECIDED,
+    decide,
+    early_threshold,
+    final_alpha,
+    paired_diffs,
+    task_drop,
+)
 from pytest_benchmarks.metrics.stats import (
     episode_key,
     episodes_needed,
@@ -52,6 +61,19 @@ class Comparison:
     #: A sequential gate's decision (``sequential.Decision.line``): how many episodes it read
     #: and why it stopped.
     decision: str = ""
+    #: The sequential gate's state (REGRESSED, HELD, or UNDECIDED: ran its plan, judged by
+    #: the fixed paired test); "" for the fixed gate.
+    state: str = ""
+    #: The share of alpha Holm's steps judge this task at (the sequential gate's final tests
+    #: get what its early stops left).
+    share: float = 1.0
+
+    @property
+    def holm_tested(self) -> bool:
+        """Whether Holm's steps judge this verdict: a fixed test of a task that can fail, or
+        the final fixed test of a sequential task that ran its plan."""
+        fixed = self.test in ("McNemar", "Fisher") or self.state == UNDECIDED
+        return self.can_fail and fixed
 
     @property
     def verdict(self) -> str:
@@ -70,7 +92,7 @@ class Comparison:
             f"{rate_text(self.new_successes, self.new_n)}"
         )
         tail = "".join(f"; {note}" for note in self.notes)
-        if self.test == "sequential":
+        if self.test == "sequential" and self.state != UNDECIDED:
             return f"{head}, sequential: {self.decision} → {self.verdict}{tail}"
         if self.test == "exact":
             body = f"{self.lost} episodes lost, {self.gained} gained → {self.verdict}"
@@ -87,7 +109,8 @@ class Comparison:
             )
         sign = "<" if self.p_value < self.threshold else ">="
         level = f"{self.threshold:.2g}" + (f" ({self.procedure})" if self.procedure else "")
-        return f"{head}, {self.test} p={self.p_value:.2g} {sign} {level} → {self.verdict}{tail}"
+        test = f"sequential: {self.decision}, McNemar" if self.state == UNDECIDED else self.test
+        return f"{head}, {test} p={self.p_value:.2g} {sign} {level} → {self.verdict}{tail}"
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> Comparison:
@@ -179,42 +202,46 @@ def compare(
 
 
 def tarone(min_ps: Mapping[str, float], alpha: float) -> tuple[set[str], int]:
-    """The tasks that can fail, by Tarone's rule: the smallest K with at most K tasks whose
-    smallest reachable p-value is below alpha / K; those tasks, and K (the others cannot reach
-    alpha / K). Data-independent (it reads only the baseline and the episode counts), so Holm
-    over the chosen tasks keeps the session's level."""
-    for k in range(1, len(min_ps) + 1):
-        chosen = {task for task, p in min_ps.items() if p < alpha / k}
-        if len(chosen) <= k:
-            return chosen, k
-    return set(), 1
+    """The tasks that can fail, by Tarone's rule (``family.tarone_mask``): the smallest K with
+    at most K tasks whose smallest reachable p-value is below alpha / K; those tasks, and K.
+    Data-independent (it reads only the baseline and the episode counts), so Holm over the
+    chosen tasks keeps the session's level."""
+    if not min_ps:
+        return set(), 1
+    tasks = list(min_ps)
+    chosen, k = tarone_mask([[min_ps[t] for t in tasks]], alpha)
+    return {t for t, c in zip(tasks, chosen[0], strict=True) if c}, int(k[0])
 
 
 def holm(
     comparisons: Sequence[Comparison], alpha: float, family: int | None = None
 ) -> list[Comparison]:
-    """Holm's step-down over the comparisons that can fail (``family``: how many tasks the
-    family holds, counting any that gave no verdict; the comparisons' count by default).
+    """Holm's step-down (``family.holm_reject``) over the comparisons it tests
+    (``Comparison.holm_tested``; ``family``: how many tasks the family holds, counting any that
+    gave no verdict or stopped early; the tested comparisons' count by default).
 
-    The i-th smallest p-value is judged at alpha / (family - i) while every smaller one was a
-    regression; from the first that is not, none is. Comparisons that cannot fail pass as they are.
+    The i-th smallest p-value is judged at alpha * share / (family - i) while every smaller one
+    was a regression; from the first that is not, none is. The others pass as they are.
     """
-    tested = sorted(
-        (c for c in comparisons if c.can_fail and c.test in ("McNemar", "Fisher")),
-        key=lambda c: c.p_value,
-    )
+    tested = sorted((c for c in comparisons if c.holm_tested), key=lambda c: c.p_value)
+    if not tested:
+        return list(comparisons)
     m = max(family or 0, len(tested))
+    share = tested[0].share
+    reject = holm_reject([[c.p_value for c in tested]], True, alpha * share, m)[0]
     judged: dict[str, Comparison] = {}
     stopped: float | None = None
-    for i, c in enumerate(tested):
-        level = alpha / (m - i)
-        if stopped is None and c.p_value < level:
-            judged[c.task] = replace(c, threshold=level, regression=True, improvement=False,
-                                     procedure=f"Holm {i + 1}/{m}" if m > 1 else "")  # fmt: skip
-            continue
-        stopped = level if stopped is None else stopped
-        judged[c.task] = replace(c, threshold=stopped, regression=False,
-                                 procedure=f"Holm {i + 1}/{m}" if m > 1 else "")  # fmt: skip
+    for i, (c, regression) in enumerate(zip(tested, reject, strict=True)):
+        level = alpha * share / (m - i)
+        if not regression:
+            stopped = level if stopped is None else stopped
+        judged[c.task] = replace(
+            c,
+            threshold=level if regression else stopped or level,
+            regression=bool(regression),
+            improvement=c.improvement and not regression,
+            procedure=f"Holm {i + 1}/{m}" if m > 1 else "",
+        )
     return [judged.get(c.task, c) for c in comparisons]
 
 
@@ -222,9 +249,27 @@ def judge(
     pairs: Mapping[str, tuple[Sequence[EpisodeRecord], Sequence[EpisodeRecord]]],
     alpha: float = 0.05,
     mode: str = "stat",
+    order: Sequence[int] = (),
 ) -> dict[str, Comparison]:
     """Verdicts for a session: task id -> (baseline episodes, new episodes). Tarone's rule
-    picks the tasks that can fail; Holm's step-down judges them together at ``alpha``."""
+    picks the tasks that can fail; Holm's step-down judges them together at ``alpha``.
+
+    ``order``: a sequential run's plan (its episode indices in order): each task is judged as
+    its stopping rule did (``compare_sequential``), the family chosen from the baseline's
+    episodes of the plan at the final tests' level."""
+    if order:
+        planned = set(order)
+        reach = {
+            t: reachable_p(base, [episode_key(e) for e in base if e.index in planned])
+            for t, (base, _) in pairs.items()
+        }
+        family, k = tarone(reach, final_alpha(alpha))
+        first = [
+            compare_sequential(task, base, new, order, alpha,
+                               len(family) if task in family else k, task in family)
+            for task, (base, new) in pairs.items()
+        ]  # fmt: skip
+        return {c.task: c for c in holm(first, alpha, len(family))}
     reach = {
         t: reachable_p(base, [episode_key(e) for e in new]) for t, (base, new) in pairs.items()
     }
@@ -295,28 +340,42 @@ def compare_sequential(
     can_fail: bool,
     notes: Sequence[str] = (),
 ) -> Comparison:
-    """Judge a ``--benchmark-sequential`` run: the decision its stopping rule reached on the
-    paired episodes (``sequential.decide``), read again from the episodes. REGRESSED is the
-    only regression (the fixed test is not applied afterwards: a second look the level does
-    not pay for); ``p_value`` is ``1 / e``, the e-value's calibration."""
+    """Judge a ``--benchmark-sequential`` run, read again from its episodes: REGRESSED early
+    when its stopping rule said so (``p_value`` is ``1 / e``, the e-value's calibration), HELD
+    when it stopped for futility (never a regression), and a task that ran its plan undecided
+    by the fixed paired test at the rest of alpha, at Holm's first step over the family (the
+    later steps come with the session's other verdicts, ``holm``)."""
     diffs = paired_diffs(baseline, new, order)
-    threshold = max(1, family_size) / alpha
-    decision = decide(diffs, threshold, len(order), can_fail=can_fail)
-    regression = decision.state == REGRESSED
+    threshold = early_threshold(alpha, family_size)
+    delta = task_drop(baseline, order, alpha, family_size)
+    decision = decide(diffs, threshold, len(order), delta=delta, can_fail=can_fail)
+    counts = {
+        "task": task,
+        "base_successes": sum(e.success for e in baseline),
+        "base_n": len(baseline),
+        "new_successes": sum(e.success for e in new),
+        "new_n": len(new),
+        "test": "sequential",
+        "lost": decision.lost,
+        "gained": decision.gained,
+        "can_fail": can_fail,
+        "notes": tuple(notes),
+        "decision": decision.line(),
+        "state": decision.state,
+        "share": final_alpha(1.0),
+    }
+    if decision.state == UNDECIDED:
+        level = final_alpha(alpha) / max(1, family_size)
+        p_value = mcnemar_lower(decision.lost, decision.gained)
+        regression = can_fail and p_value < level
+        improvement = not regression and mcnemar_lower(decision.gained, decision.lost) < level
+        return Comparison(**counts, p_value=p_value, threshold=level, regression=regression,
+                          improvement=improvement)  # fmt: skip
+    e_value = decision.regression_e
     return Comparison(
-        task=task,
-        base_successes=sum(e.success for e in baseline),
-        base_n=len(baseline),
-        new_successes=sum(e.success for e in new),
-        new_n=len(new),
-        test="sequential",
-        p_value=min(1.0, 1.0 / decision.regression_e) if decision.regression_e > 0 else 1.0,
+        **counts,
+        p_value=min(1.0, 1.0 / e_value) if e_value > 0 else 1.0,
         threshold=1.0 / threshold,
-        regression=regression,
+        regression=decision.state == REGRESSED,
         improvement=False,
-        lost=decision.lost,
-        gained=decision.gained,
-        can_fail=can_fail,
-        notes=tuple(notes),
-        decision=decision.line(),
     )
