@@ -4,10 +4,19 @@ Two runs pair episode i with episode i because the plan gives both the same seed
 state index; whether the simulator then really started both from the same state is what the
 digest shows (LeRobot's LIBERO once chose initial states by when earlier episodes ended, so
 "paired" episodes were not). It is read after the env's reset, where the policy's first
-observation comes from: MuJoCo's joint positions and velocities, actuator states and mocap
-poses (object poses are free joints' positions), or a 2D simulator's bodies. Values are rounded
-to 1e-6 before hashing, so a last-bit difference between machines does not read as another
-state while a moved object (millimetres) does.
+observation comes from, and must cover whatever reset randomises:
+
+- an env's own ``simulator_state()`` where it has one. Meta-World's (``envs.metaworld.env``)
+  is MuJoCo's state below plus the state observation reset returned: many of its tasks place
+  objects and goals by moving model bodies and sites (``model.body_pos``, ``site_pos``), which
+  MuJoCo's state does not hold, and the observation holds the object and goal positions;
+- MuJoCo's joint positions and velocities, actuator states and mocap poses (LIBERO through
+  robosuite, ALOHA through dm_control): their resets place objects through free joints, which
+  ``qpos`` holds;
+- PushT's pymunk bodies (agent and block: position, velocity, angle).
+
+Values are rounded to 1e-6 before hashing, so a last-bit difference between machines does not
+read as another state while a moved object (millimetres) does.
 """
 
 from __future__ import annotations

@@ -613,7 +613,8 @@ def test_a_simulator_that_changed_under_a_snapshot_is_said_beside_the_verdict(
 
 def test_a_task_a_sequential_run_stopped_is_complete_for_resume(gated: pytest.Pytester):
     """A stopped task is complete, not interrupted: --benchmark-resume keeps it (no episode
-    runs again) and the run is not partial."""
+    runs again) and the run is not partial. (A plan of 30 holds against a 26-point drop,
+    its smallest of interest: HELD after 15 unchanged pairs.)"""
     plan = ["--benchmark-episodes=30", "--benchmark-batch-size=1", "--benchmark-sync"]
     run(gated, "--snapshot-update", *plan).assert_outcomes(passed=2)
     args = [*plan, "--benchmark-sequential", "--benchmark-metrics=m.json"]
@@ -624,4 +625,4 @@ def test_a_task_a_sequential_run_stopped_is_complete_for_resume(gated: pytest.Py
     second = json.loads((gated.path / "m.json").read_text())
     assert second["run"]["partial"] is False
     assert [r["episodes"] for r in second["results"]] == [r["episodes"] for r in first["results"]]
-    assert all(r["stopped"].startswith("HELD after 20") for r in second["results"])
+    assert all(r["stopped"].startswith("HELD after 15") for r in second["results"])

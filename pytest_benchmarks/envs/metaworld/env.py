@@ -9,6 +9,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from pytest_benchmarks.core import initial_state
 from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.envs.metaworld.goals import MT1Goals
 from pytest_benchmarks.envs.mujoco import render as mujoco_render
@@ -37,6 +38,8 @@ class MetaWorldTaskEnv(gym.Env[np.ndarray, np.ndarray]):
         render: dict[str, Any] = {"render_mode": "rgb_array", "camera_name": CAMERA, "width": width,
                   "height": height} if self._pixels or config.video != "none" else {}  # fmt: skip
         self._frame: np.ndarray | None = None
+        #: The state observation reset returned: where reset placed the objects and the goal.
+        self._placement: np.ndarray = np.zeros(0)
         self._current: Callable[[], None] = lambda: None  # makes this env's GL context current
         self._env = metaworld.env_dict.ALL_V3_ENVIRONMENTS[name](**render)
         #: LeRobot's layout draws each scene from the reset's seed, as LeRobot's wrapper does.
@@ -85,7 +88,16 @@ class MetaWorldTaskEnv(gym.Env[np.ndarray, np.ndarray]):
         if seed is not None:
             self._env.seed(seed)
         obs, _ = self._env.reset()
+        self._placement = np.array(obs, dtype=np.float64)
         return self._observe(obs), {}
+
+    def simulator_state(self) -> list[Any]:
+        """What the initial-state digest reads (``core.initial_state``): MuJoCo's state, as for
+        any MuJoCo env, and the last reset's state observation. Meta-World places many tasks'
+        objects and goals through the model (``body_pos``, ``site_pos``), not the joints, so
+        MuJoCo's state alone reads the same for every goal; the observation holds the object
+        and goal positions reset drew."""
+        return [*(initial_state.state_arrays(self._env) or []), self._placement]
 
     def step(self, action: np.ndarray) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self._env.step(action)
