@@ -221,20 +221,27 @@ def compare_runs(
         raise Unjudgeable(
             f"the runs share no task (old: {len(before)} tasks, new: {len(after)}); nothing to gate"
         )
-    problems = {
-        t: why
-        for t in common
-        if (
-            why := unusable(after[t], "new")
-            or unusable(before[t], "old")
-            or gate.unpaired(before[t].episodes, after[t].episodes, RUN_NAMES)
-        )
-        is not None
-    }
+    fingerprints = [document["run"].get("fingerprint") or {} for document in (old, new)]
+    pairings: dict[str, gate.Pairing] = {}
+    problems: dict[str, str] = {}
+    for t in common:
+        why = unusable(after[t], "new") or unusable(before[t], "old")
+        if why is None:
+            try:
+                pairings[t] = gate.pair(
+                    gate.Side(before[t].episodes, fingerprint=fingerprints[0]),
+                    gate.Side(after[t].episodes, fingerprint=fingerprints[1]),
+                    RUN_NAMES, "", per_task=False,
+                )  # fmt: skip
+            except gate.Incomparable as exc:
+                why = str(exc)
+        if why is not None:
+            problems[t] = why
     judged = [t for t in common if t not in problems]
     try:
         pairs = {t: (before[t].episodes, after[t].episodes) for t in judged}
-        verdicts = list(gate.judge(pairs, alpha, mode, sequential_order(new)).values())
+        order = sequential_order(new)
+        verdicts = list(gate.judge(pairs, alpha, mode, order, pairings).values())
     except ValueError as exc:
         raise InputError(str(exc)) from None
     lines = [*noted, *gate.verdict_lines(verdicts)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import pytest
 from syrupy.assertion import SnapshotAssertion
@@ -20,9 +21,10 @@ from syrupy.location import PyTestLocation
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.plan import plan_episodes
 from pytest_benchmarks.core.results import TaskResult
+from pytest_benchmarks.core.settings import Settings
 from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.metrics import run_info
-from pytest_benchmarks.metrics.gate import fails, tarone
+from pytest_benchmarks.metrics.gate import environment_changes, fails, tarone
 from pytest_benchmarks.metrics.gate.sequential import (
     SequentialStop,
     early_threshold,
@@ -115,6 +117,7 @@ def stopping_rule(item: pytest.Item, task: TaskRef) -> SequentialStop | None:
     kept = state.resumed.get(task.id)
     size = len(members) if task.id in members else k
     alpha, order = state.settings.alpha, state.settings.indices
+    moved_ok = bool(environment_changes(stored.fingerprint, run_fingerprint(task, state.settings)))
     return SequentialStop(
         baseline=stored.episodes,
         order=order,
@@ -122,6 +125,15 @@ def stopping_rule(item: pytest.Item, task: TaskRef) -> SequentialStop | None:
         can_fail=task.id in members,
         kept=kept.episodes if kept is not None else (),
         delta=task_drop(stored.episodes, order, alpha, size),
+        moved_ok=moved_ok,
+    )
+
+
+def run_fingerprint(task: TaskRef, settings: Settings) -> dict[str, Any]:
+    """The environment this run's ``task`` runs in (``run_info.fingerprint``): its benchmark's
+    simulator packages, and the renderer where it renders images."""
+    return run_info.fingerprint(
+        tuple(catalog.get(task.env).packages), settings.env_config(task).obs != "state"
     )
 
 
@@ -167,10 +179,7 @@ def check_against_snapshot(result: TaskResult, assertion: SnapshotAssertion) -> 
         k=k,
         compared=compared,
         order=tuple(settings.indices) if settings.sequential else (),
-        fingerprint=run_info.fingerprint(
-            tuple(catalog.get(result.task.env).packages),
-            settings.env_config(result.task).obs != "state",
-        ),
+        fingerprint=run_fingerprint(result.task, settings),
     )
     passed = assertion == result
     execution = assertion.executions[max(assertion.executions)]

@@ -143,23 +143,22 @@ class BenchmarkSnapshotExtension(SingleFileSnapshotExtension):
         stored = read(str(snapshot_data))
         if stored.id != new.id:
             raise SnapshotFormatError(f"holds task {stored.id!r}, not {new.id!r}")
-        changes = gate.check_comparable(stored.settings, ctx.settings, NAMES, REMEDY, ABSENT)
-        refused = gate.unpaired(stored.episodes, new.episodes, NAMES)
-        if refused:
-            raise gate.Incomparable(refused)
+        found = gate.pair(
+            gate.Side(stored.episodes, stored.settings, stored.fingerprint, stored.policy),
+            gate.Side(new.episodes, ctx.settings, ctx.fingerprint, ctx.policy),
+            NAMES, REMEDY, ABSENT,
+        )  # fmt: skip
         size = len(ctx.family) if new.id in ctx.family else ctx.k
-        environment = gate.environment_changes(stored.fingerprint, ctx.fingerprint)
-        notes = gate.notes(stored.policy, ctx.policy, changes, environment)
         if ctx.order:
             self.comparison = gate.compare_sequential(
                 new.id, stored.episodes, new.episodes, ctx.order, ctx.alpha, size,
-                can_fail=new.id in ctx.family, notes=notes,
+                can_fail=new.id in ctx.family, notes=found.notes, pair=found.paired,
             )  # fmt: skip
             return not self.comparison.regression
         self.comparison = gate.compare(
             new.id, stored.episodes, new.episodes, ctx.alpha, size, ctx.mode,
             can_fail=new.id in ctx.family if ctx.mode == "stat" else None,
-            notes=notes, session_tasks=ctx.compared,
+            notes=found.notes, session_tasks=ctx.compared, pair=found.paired,
         )  # fmt: skip
         return not self.comparison.regression
 

@@ -626,3 +626,50 @@ def test_a_task_a_sequential_run_stopped_is_complete_for_resume(gated: pytest.Py
     assert second["run"]["partial"] is False
     assert [r["episodes"] for r in second["results"]] == [r["episodes"] for r in first["results"]]
     assert all(r["stopped"].startswith("HELD after 15") for r in second["results"])
+
+
+def test_initial_states_that_moved_with_the_environment_are_named_and_judged_unpaired(
+    gated: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """A simulator upgrade moves initial states (episode 3 starts elsewhere) and the snapshot's
+    fingerprint names another version: the change explains the move, so each task is judged
+    unpaired (Fisher) with the change said, not refused; the same in a sequential run (its
+    whole plan, no early stop on pairs that are not) and in ``compare``."""
+    from pytest_benchmarks.cli import main
+
+    plan = ["--benchmark-episodes=20", "--benchmark-batch-size=1", "--benchmark-sync"]
+    run(gated, "--snapshot-update", *plan, "--benchmark-metrics=old.json").assert_outcomes(passed=2)
+    for name in ("walk", "stroll"):
+        path = gated.path / SNAPS / f"{name}.json"
+        stored = json.loads(path.read_text())
+        stored["fingerprint"]["packages"]["numpy"] = "0.9"
+        path.write_text(json.dumps(stored))
+    monkeypatch.setenv("TOY_MOVED", "3")
+    result = run(gated, *plan, "--benchmark-metrics=new.json")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "  environment: 2 tasks' snapshots ran in another environment (numpy 0.9 → *)",
+            "  environment: 2 tasks' initial states moved with it: judged unpaired (Fisher)",
+        ]
+    )
+    sequential = run(gated, *plan, "--benchmark-sequential", "--benchmark-metrics=seq.json")
+    sequential.assert_outcomes(passed=2)
+    rows = json.loads((gated.path / "seq.json").read_text())["results"]
+    assert [(r["n_episodes"], r.get("stopped")) for r in rows] == [(20, None), (20, None)]
+    sequential.stdout.fnmatch_lines(
+        ["  environment: 2 tasks' initial states moved with it: judged unpaired (Fisher)"]
+    )
+    # compare: the old run's recorded environment differs in the same way.
+    old = json.loads((gated.path / "old.json").read_text())
+    old["run"]["fingerprint"]["packages"]["numpy"] = "0.9"
+    (gated.path / "old.json").write_text(json.dumps(old))
+    capsys.readouterr()
+    assert main(["compare", str(gated.path / "old.json"), str(gated.path / "new.json")]) == 0
+    out = capsys.readouterr().out
+    assert "note: the runs ran in another environment (numpy 0.9 → " in out
+    assert re.search(
+        r"toy/walk: 20/20 .* → 20/20 .*, Fisher p=1 >= .* → no significant change; initial "
+        r"states moved with the environment \(from episode 3, numpy 0.9 → .*\): judged unpaired",
+        out,
+    ), out

@@ -4,10 +4,11 @@
 The pytest gate (``assert evaluate() == snapshot``) and ``pytest-benchmarks compare`` both call
 it and print its lines:
 
-- **refusals** first: runs that differ in a setting the registry marks "refuse" are different
-  experiments and are not compared (``check_comparable``), nor are episodes whose initial
-  simulator states differ (``unpaired``); "note" settings and another policy are said beside
-  the verdict (``notes``);
+- **pairing** first (``pair``): runs that differ in a setting the registry marks "refuse" are
+  different experiments and are not compared (``check_comparable``); episodes whose initial
+  simulator states differ (``unpaired``) are judged unpaired where the environments'
+  fingerprints differ (the change named) and refused where they do not; "note" settings and
+  another policy are said beside the verdict (``notes``);
 - **the per-task test** (``compare``): McNemar on paired episodes, Fisher otherwise, or exact;
   with --benchmark-sequential, the sequential gate's decision (``compare_sequential``,
   ``sequential``: early REGRESSED on an e-value at a share of alpha, HELD for futility, the
@@ -30,6 +31,7 @@ from pytest_benchmarks.metrics.gate.lines import (
     summary,
     verdict_lines,
 )
+from pytest_benchmarks.metrics.gate.pairing import Pairing, Side, pair
 from pytest_benchmarks.metrics.gate.refusals import (
     Incomparable,
     check_comparable,
@@ -54,6 +56,8 @@ __all__ = [
     "LABELS",
     "Comparison",
     "Incomparable",
+    "Pairing",
+    "Side",
     "check_comparable",
     "closing_line",
     "compare",
@@ -66,6 +70,7 @@ __all__ = [
     "judge",
     "judge_families",
     "notes",
+    "pair",
     "summary",
     "tarone",
     "unpaired",

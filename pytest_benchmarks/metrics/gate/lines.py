@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from pytest_benchmarks.metrics.gate.pairing import MOVED_NOTE
 from pytest_benchmarks.metrics.gate.refusals import ENVIRONMENT_NOTE
 from pytest_benchmarks.metrics.gate.sequential import SHARE
 from pytest_benchmarks.metrics.gate.verdicts import Comparison, fails
@@ -83,10 +84,15 @@ def environment_lines(verdicts: Sequence[Comparison]) -> list[str]:
             if note.startswith(marker):
                 what = note.removeprefix(marker).removesuffix(")")
                 found[what] = found.get(what, 0) + 1
+    moved = sum(any(note.startswith(MOVED_NOTE) for note in c.notes) for c in verdicts)
     return [
         f"  environment: {_whose(n)} snapshots ran in another environment ({what})"
         for what, n in found.items()
-    ]
+    ] + (
+        [f"  environment: {_whose(moved)} initial states moved with it: judged unpaired (Fisher)"]
+        if moved
+        else []
+    )
 
 
 def _whose(n: int) -> str:

@@ -239,8 +239,13 @@ class SequentialStop:
         can_fail: bool,
         kept: Iterable[EpisodeRecord] = (),
         delta: float = DELTA,
+        moved_ok: bool = False,
     ) -> None:
         self.base = {e.index: e for e in baseline}
+        #: Whether episodes that started elsewhere are explained (the environment changed under
+        #: the snapshot): then the task runs its whole plan and is judged unpaired.
+        self.moved_ok = moved_ok
+        self.unpaired = False
         #: The plan's episode indices in order; the episodes a resumed file kept, and those run.
         self.order = tuple(order)
         self.ran = {e.index: e for e in kept}
@@ -261,8 +266,11 @@ class SequentialStop:
             self.ran[episode.index] = episode
         self.seen = len(result.episodes)
         moved = moved_start(self.base.values(), fresh)
-        if moved is not None:  # the gate refuses the task: no further episode can help it
+        if moved is not None and not self.moved_ok:  # refused: no further episode can help it
             return f"UNPAIRED at episode {moved[0]}: another initial state than the snapshot's"
+        self.unpaired = self.unpaired or moved is not None
+        if self.unpaired:  # no pair to read: the whole plan, judged unpaired at its end
+            return None
         while not self.test.state[0] and self.read < len(self.order):
             index = self.order[self.read]
             diff = _diff(self.base.get(index), self.ran.get(index))

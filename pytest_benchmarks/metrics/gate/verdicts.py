@@ -3,6 +3,7 @@ decision), Tarone's family and Holm's steps over it, and when a verdict fails th
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult, rate_text
 from pytest_benchmarks.core.settings import GATE_MODES
 from pytest_benchmarks.metrics.gate.family import holm_reject, tarone_mask
+from pytest_benchmarks.metrics.gate.pairing import Pairing
 from pytest_benchmarks.metrics.gate.sequential import (
     REGRESSED,
     UNDECIDED,
@@ -137,6 +139,7 @@ def compare(
     can_fail: bool | None = None,
     notes: Sequence[str] = (),
     session_tasks: int | None = None,
+    pair: bool = True,
 ) -> Comparison:
     """Judge one task's new episodes against its baseline episodes at ``alpha / tasks_compared``.
 
@@ -147,18 +150,21 @@ def compare(
     smallest reachable p-value is below the threshold. ``session_tasks``: the tasks compared
     in the session, for the episodes a task that cannot fail would need (at alpha over all of
     them, the level it faces when every task can fail); ``tasks_compared`` by default.
+    ``pair``: False where the pipeline found the episodes unpaired (``pairing.pair``): Fisher.
     """
     if mode not in GATE_MODES:
         raise ValueError(f"unknown gate mode {mode!r}; valid: {', '.join(GATE_MODES)}")
     base_k = sum(e.success for e in baseline)
     new_k = sum(e.success for e in new)
-    by_key = {episode_key(e): e.success for e in baseline}
+    by_key = {episode_key(e): e.success for e in baseline} if pair else {}
     shared = [(by_key[episode_key(e)], e.success) for e in new if episode_key(e) in by_key]
     lost = sum(b and not n for b, n in shared)
     gained = sum(n and not b for b, n in shared)
     threshold = alpha / max(1, tasks_compared)
     paired = bool(shared) and len(shared) == len(new)
-    min_p = reachable_p(baseline, [episode_key(e) for e in new])
+    min_p = reachable_p(baseline, [episode_key(e) for e in new] if pair else [])
+    if not pair:
+        min_p = fisher_lower(base_k, len(baseline), 0, len(new)) if baseline and new else 1.0
     if mode == "exact":
         if len(shared) != len(new):
             raise ValueError(
@@ -250,13 +256,16 @@ def judge(
     alpha: float = 0.05,
     mode: str = "stat",
     order: Sequence[int] = (),
+    pairings: Mapping[str, Pairing] | None = None,
 ) -> dict[str, Comparison]:
     """Verdicts for a session: task id -> (baseline episodes, new episodes). Tarone's rule
     picks the tasks that can fail; Holm's step-down judges them together at ``alpha``.
+    ``pairings``: each task's first step (``pairing.pair``: unpaired, and the notes to say).
 
     ``order``: a sequential run's plan (its episode indices in order): each task is judged as
     its stopping rule did (``compare_sequential``), the family chosen from the baseline's
     episodes of the plan at the final tests' level."""
+    found = defaultdict(Pairing, pairings or {})
     if order:
         planned = set(order)
         reach = {
@@ -266,7 +275,8 @@ def judge(
         family, k = tarone(reach, final_alpha(alpha))
         first = [
             compare_sequential(task, base, new, order, alpha,
-                               len(family) if task in family else k, task in family)
+                               len(family) if task in family else k, task in family,
+                               found[task].notes, found[task].paired)
             for task, (base, new) in pairs.items()
         ]  # fmt: skip
         return {c.task: c for c in holm(first, alpha, len(family))}
@@ -283,7 +293,9 @@ def judge(
             len(family) if task in family else k,
             mode,
             can_fail=task in family if mode != "exact" else None,
+            notes=found[task].notes,
             session_tasks=len(pairs),
+            pair=found[task].paired,
         )
         for task, (base, new) in pairs.items()
     ]
@@ -339,12 +351,19 @@ def compare_sequential(
     family_size: int,
     can_fail: bool,
     notes: Sequence[str] = (),
+    pair: bool = True,
 ) -> Comparison:
     """Judge a ``--benchmark-sequential`` run, read again from its episodes: REGRESSED early
     when its stopping rule said so (``p_value`` is ``1 / e``, the e-value's calibration), HELD
     when it stopped for futility (never a regression), and a task that ran its plan undecided
     by the fixed paired test at the rest of alpha, at Holm's first step over the family (the
-    later steps come with the session's other verdicts, ``holm``)."""
+    later steps come with the session's other verdicts, ``holm``). Unpaired (``pair``
+    False: the episodes moved with the environment, so nothing stopped early), the whole plan
+    is judged by Fisher at the final tests' level."""
+    if not pair:
+        fixed = compare(task, baseline, new, final_alpha(alpha), family_size, "stat",
+                        can_fail=can_fail, notes=notes, pair=False)  # fmt: skip
+        return replace(fixed, share=final_alpha(1.0))
     diffs = paired_diffs(baseline, new, order)
     threshold = early_threshold(alpha, family_size)
     delta = task_drop(baseline, order, alpha, family_size)
