@@ -1,5 +1,6 @@
-"""``pytest-benchmarks merge | compare | report | record-build | slurm | plan``: work with a
-run's files outside pytest, submit a run to Slurm, and plan a gate before a run.
+"""``pytest-benchmarks merge | compare | report | record-build | slurm | plan | drift``: work
+with a run's files outside pytest, submit a run to Slurm, and plan and check a gate before a
+run.
 
 ``merge`` joins the metrics of CI shards (or xdist remote machines) into one run and refuses
 inputs that overlap, were made with different settings or cut with different shard counts;
@@ -10,7 +11,8 @@ or the runs share no task);
 ``lerobot-eval``'s ``eval_info.json`` as a run too, in any mix with metrics files;
 ``record-build`` turns the episodes of a ``--benchmark-record`` run that stopped before its
 dataset was written (``DIR.parts``) into the LeRobotDataset;
-``plan`` simulates a planned gate's power, false alarms and episodes used.
+``plan`` simulates a planned gate's power, false alarms and episodes used; ``drift`` resets
+each snapshot's episodes under the installed environment and says which initial states moved.
 Bad input (and an output path that is not a regular file) is one line on stderr and exit
 status 2, never a traceback.
 """
@@ -174,6 +176,22 @@ def plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def drift_run(args: argparse.Namespace) -> int:
+    """``pytest-benchmarks drift``: each snapshot's initial states reset under the installed
+    environment; exit 1 where states moved under the snapshot's own environment (the gate
+    would refuse them), else 0."""
+    from pytest_benchmarks.drift import DriftError, drift, summary
+
+    try:
+        found = drift(args.dir, set(args.env), args.batch_size)
+    except DriftError as exc:
+        raise InputError(str(exc)) from None
+    for task in found:
+        print(f"  {task.line()}")
+    print(summary(found))
+    return 1 if any(d.moved and not d.environment for d in found) else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line: every command and option with its help."""
     parser = argparse.ArgumentParser(prog="pytest-benchmarks", description=__doc__.splitlines()[0])
@@ -249,6 +267,17 @@ def build_parser() -> argparse.ArgumentParser:
     plan_cmd.add_argument("--json", action="store_true",
                           help="print the rows as JSON: gate, pairing, rate, drop, false_alarms, "
                           "caught, episodes, sessions, mc_error")  # fmt: skip
+    drift_cmd = commands.add_parser(
+        "drift", help="reset every snapshot episode's initial state under the installed "
+        "environment (no policy) and say per task how many moved, and what changed",
+    )  # fmt: skip
+    drift_cmd.add_argument("dir", type=Path, metavar="DIR",
+                           help="a folder of snapshots, e.g. "
+                           "benchmarks/__benchmark_snapshots__")  # fmt: skip
+    drift_cmd.add_argument("--env", action="append", default=[], metavar="BENCHMARK",
+                           help="only this benchmark's snapshots (repeatable)")  # fmt: skip
+    drift_cmd.add_argument("--batch-size", type=int, default=None, metavar="N",
+                           help="envs stepped at once per task (default: as a run)")  # fmt: skip
     build_cmd = commands.add_parser(
         "record-build", help="write the LeRobotDataset of a --benchmark-record run from DIR.parts"
     )
@@ -302,6 +331,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return slurm_run(args)
         if args.command == "plan":
             return plan(args)
+        if args.command == "drift":
+            return drift_run(args)
         _read_gate_options(args)
         if args.command == "report":
             return report(args)

@@ -354,7 +354,9 @@ def test_every_command_and_option_has_help():
     from pytest_benchmarks.cli import build_parser
 
     commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    assert set(commands.choices) == {"merge", "compare", "report", "record-build", "slurm", "plan"}
+    assert set(commands.choices) == {
+        "merge", "compare", "report", "record-build", "slurm", "plan", "drift",
+    }  # fmt: skip
     for name, sub in commands.choices.items():
         for action in sub._actions:
             assert action.help, f"{name} {action.option_strings or action.dest} has no help"

@@ -51,6 +51,8 @@ class Corridor(gym.Env[np.ndarray, np.ndarray]):
         self.episodes = 0
         if self.task == "slow-start":
             time.sleep(3600)
+        if os.environ.get("TOY_BUILD_ERROR"):  # as a simulator the benchmark does not support
+            raise ValueError("could not broadcast input array from shape (11,) into shape (12,)")
         _log_lifecycle("build")
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:

@@ -2,6 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from importlib import metadata
+
+
+class EnvBuildError(RuntimeError):
+    """A task's environment that cannot be built: one line with the cause and the versions of
+    the benchmark's packages it was built with (a simulator newer than the benchmark's
+    packages support reads as what it is, not as a traceback per test)."""
+
+
+def installed(names: Iterable[str]) -> str:
+    """``mujoco 4.0.1, metaworld 3.1.1``: the installed versions (``absent`` where not)."""
+    found = []
+    for name in dict.fromkeys(names):
+        try:
+            found.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"{name} absent")
+    return ", ".join(found)
+
 
 def one_line(exc: BaseException) -> str:
     """An exception as one line: type and the first line of its message."""

@@ -30,6 +30,7 @@ from gymnasium.vector.utils import concatenate
 
 from pytest_benchmarks.core import initial_state
 from pytest_benchmarks.core.benchmark import Benchmark
+from pytest_benchmarks.core.errors import EnvBuildError, installed, one_line
 from pytest_benchmarks.core.settings import Settings
 from pytest_benchmarks.core.tasks import EnvConfig
 from pytest_benchmarks.engine.video import VideoRecorder
@@ -60,7 +61,15 @@ class SlotEnv(gym.Env[Any, Any]):
         self._video = VideoRecorder(config) if config.video != "none" else None
 
     def _build(self) -> gym.Env[Any, Any]:
-        env = self._benchmark.make_env(self._config)
+        try:
+            env = self._benchmark.make_env(self._config)
+        except Exception as exc:  # a simulator the benchmark's packages do not support, ...
+            packages = self._benchmark.packages
+            with_packages = f" with {installed(packages)}" if packages else ""
+            raise EnvBuildError(
+                f"{self._config.task.id}: its environment cannot be built ({one_line(exc)})"
+                + with_packages
+            ) from exc
         for kind, declared, actual in (
             ("observation", self.observation_space, env.observation_space),
             ("action", self.action_space, env.action_space),

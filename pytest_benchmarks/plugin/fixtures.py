@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 
 from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.errors import EnvBuildError
 from pytest_benchmarks.core.features import FeatureMismatch
 from pytest_benchmarks.core.policy import Policy, PolicyError
 from pytest_benchmarks.core.processors import EnvProcessors
@@ -149,11 +150,13 @@ def evaluate(
                 stop=stopping_rule(request.node, benchmark_task),
             )
         except PolicyError as exc:
+            unbuilt = f"{benchmark_task.id}: {exc}"
+        except EnvBuildError as exc:
             unbuilt = str(exc)
         finally:
             reporter.end()
         # Outside the except block, so the failure is one line with no chained exception.
-        pytest.fail(f"{benchmark_task.id}: {unbuilt}", pytrace=False)
+        pytest.fail(unbuilt, pytrace=False)
 
     def run() -> GatedResult:
         cached = state.cache.get(benchmark_task.id)

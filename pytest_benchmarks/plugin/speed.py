@@ -7,11 +7,14 @@ alone, ``--benchmark-skip`` runs everything but them.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from pytest_benchmarks.core.errors import EnvBuildError
 from pytest_benchmarks.core.policy import Policy
 from pytest_benchmarks.core.processors import EnvProcessors
 from pytest_benchmarks.core.tasks import TaskRef
@@ -32,6 +35,18 @@ class SpeedProbe:
     processors: EnvProcessors
 
     def policy_latency(self, benchmark: Timer) -> None:
+        """Seconds per inference (``_policy_latency``)."""
+        with _one_line():
+            self._policy_latency(benchmark)
+
+    def env_step(self, benchmark: Timer) -> None:
+        """Seconds per step of one env of this task (its observation mode, its cameras), under
+        seeded random actions, resets excluded; ``--benchmark-max-time`` and
+        ``--benchmark-min-rounds`` size the rounds; within ``--benchmark-timeout``."""
+        with _one_line():
+            self._env_step(benchmark)
+
+    def _policy_latency(self, benchmark: Timer) -> None:
         """Seconds per inference: ``policy.act`` on a batch of this task's observations, the
         policy reset before each call (the batch size is the run's: ``--benchmark-batch-size``,
         or auto); ``--benchmark-max-time`` and ``--benchmark-min-rounds`` size the rounds.
@@ -60,10 +75,7 @@ class SpeedProbe:
         finally:  # after a timeout a worker may be hung: kill rather than ask
             self.vector_env.close(terminate=failed)
 
-    def env_step(self, benchmark: Timer) -> None:
-        """Seconds per step of one env of this task (its observation mode, its cameras), under
-        seeded random actions, resets excluded; ``--benchmark-max-time`` and
-        ``--benchmark-min-rounds`` size the rounds; within ``--benchmark-timeout``."""
+    def _env_step(self, benchmark: Timer) -> None:
         config = self.request.config
         settings = get_state(config).settings
         with time_limit(settings.timeout, self.task.id):
@@ -74,6 +86,18 @@ class SpeedProbe:
                 seed=settings.seed,
                 **_rounds_options(config),
             )
+
+
+@contextlib.contextmanager
+def _one_line() -> Iterator[None]:
+    """A task whose environment cannot be built fails its speed test in one line."""
+    unbuilt = None
+    try:
+        yield
+    except EnvBuildError as exc:
+        unbuilt = str(exc)
+    if unbuilt is not None:  # outside the except block: no chained exception
+        pytest.fail(unbuilt, pytrace=False)
 
 
 def _rounds_options(config: pytest.Config) -> dict[str, Any]:

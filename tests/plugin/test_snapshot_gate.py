@@ -673,3 +673,21 @@ def test_initial_states_that_moved_with_the_environment_are_named_and_judged_unp
         r"states moved with the environment \(from episode 3, numpy 0.9 → .*\): judged unpaired",
         out,
     ), out
+
+
+def test_a_task_whose_environment_cannot_be_built_fails_each_test_in_one_line(
+    gated: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+):
+    """An env that cannot be built (as Meta-World under a MuJoCo newer than it supports) fails
+    each of the task's tests in one line naming the cause, never a traceback per test, and is
+    the task's error in the metrics JSON."""
+    gated.makepyfile(test_gate=ROLLOUT_FIRST)
+    run(gated, "--snapshot-update").assert_outcomes(passed=4)
+    monkeypatch.setenv("TOY_BUILD_ERROR", "1")
+    result = run(gated, "--benchmark-metrics=m.json")
+    result.assert_outcomes(failed=4)
+    cause = "its environment cannot be built (ValueError: could not broadcast input array"
+    result.stdout.fnmatch_lines([f"toy/walk: {cause}*", f"toy/stroll: {cause}*"])
+    assert "Traceback" not in result.stdout.str() and "def __init__" not in result.stdout.str()
+    rows = json.loads((gated.path / "m.json").read_text())["results"]
+    assert all(cause in row["error"] for row in rows), rows
