@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.tasks import SelectionError
 from pytest_benchmarks.metrics import run_info
 from pytest_benchmarks.metrics.gate import environment_changes
 from pytest_benchmarks.metrics.snapshots import SnapshotFormatError, read
@@ -140,7 +141,7 @@ def drift(root: Path, envs: Collection[str] = (), batch_size: int | None = None)
     for (env, run_json), docs in load(root, envs).items():
         try:
             catalog.get(env)
-        except catalog.SelectionError as exc:
+        except SelectionError as exc:
             raise DriftError(_first(str(exc))) from None
         run = json.loads(run_json)
         tasks = {doc["id"].removeprefix(f"{env}/") for doc in docs}

@@ -52,7 +52,8 @@ def mcnemar_p(lost: ArrayLike, gained: ArrayLike) -> np.ndarray:
 
     k, n = np.asarray(lost), np.asarray(lost) + np.asarray(gained)
     value: np.ndarray = np.where(n > 0, binom.sf(k - 1, np.maximum(n, 1), 0.5), 1.0)
-    return np.minimum(value, 1.0)
+    clipped: np.ndarray = np.minimum(value, 1.0)
+    return clipped
 
 
 def min_p_value(base_successes: int, base_n: int, new_n: int, paired: bool) -> float:

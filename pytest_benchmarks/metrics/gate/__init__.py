@@ -25,6 +25,7 @@ it and print its lines:
 The exact tests themselves are ``metrics.stats``; which settings must agree, ``core.comparability``.
 """
 
+from pytest_benchmarks.metrics.gate.comparison import LABELS, Comparison
 from pytest_benchmarks.metrics.gate.lines import (
     closing_line,
     environment_lines,
@@ -40,8 +41,6 @@ from pytest_benchmarks.metrics.gate.refusals import (
     unpaired,
 )
 from pytest_benchmarks.metrics.gate.verdicts import (
-    LABELS,
-    Comparison,
     compare,
     compare_results,
     compare_sequential,

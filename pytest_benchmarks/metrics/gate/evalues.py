@@ -47,8 +47,8 @@ class HoldProcess:
     """Betting e-processes against "the drop is at least ``delta``", one per element of the
     arrays fed to ``update``, fed pair by pair."""
 
-    def __init__(self, size: int, delta: float) -> None:
-        self.delta = delta
+    def __init__(self, size: int, delta: ArrayLike) -> None:
+        self.delta: np.ndarray = np.broadcast_to(np.asarray(delta, dtype=float), (size,))
         self.value: np.ndarray = np.ones(size)
         self.n: np.ndarray = np.zeros(size)
         self.total: np.ndarray = np.zeros(size)
@@ -60,7 +60,8 @@ class HoldProcess:
         ``[0, MAX_BET / (1 - delta)]`` so a lost pair's factor stays above 0."""
         mean = (self.total + self.delta) / (self.n + 1)
         second = (self.squares + self.delta**2) / (self.n + 1)
-        return np.clip(mean / second, 0.0, MAX_BET / (1.0 - self.delta))
+        bet: np.ndarray = np.clip(mean / second, 0.0, MAX_BET / (1.0 - self.delta))
+        return bet
 
     def update(self, diff: ArrayLike, where: ArrayLike = True) -> np.ndarray:
         """One more pair for each element where ``where`` holds (``diff`` = baseline - new);

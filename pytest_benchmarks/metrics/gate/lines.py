@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from pytest_benchmarks.metrics.gate.comparison import Comparison
 from pytest_benchmarks.metrics.gate.pairing import MOVED_NOTE
 from pytest_benchmarks.metrics.gate.refusals import ENVIRONMENT_NOTE
 from pytest_benchmarks.metrics.gate.sequential import SHARE
-from pytest_benchmarks.metrics.gate.verdicts import Comparison, fails
+from pytest_benchmarks.metrics.gate.verdicts import fails
 
 #: The order the lines list verdicts in: what fails first.
 ORDER = ("REGRESSION", "cannot fail", "improved", "held")

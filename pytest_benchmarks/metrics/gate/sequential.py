@@ -125,9 +125,9 @@ class SequentialTest:
         self.n = np.zeros(size, dtype=int)
         self.lost = np.zeros(size, dtype=int)
         self.gained = np.zeros(size, dtype=int)
-        self.e_drop = np.ones(size)
+        self.e_drop: np.ndarray = np.ones(size)
         #: 0 while running, else the index of its state in ``STATES``.
-        self.state = np.zeros(size, dtype=np.int8)
+        self.state: np.ndarray = np.zeros(size, dtype=np.int8)
 
     def add(self, diff: ArrayLike) -> np.ndarray:
         """One more pair each (``diff`` = baseline - new) for the undecided elements; the

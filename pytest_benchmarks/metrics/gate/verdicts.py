@@ -5,128 +5,19 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
 
-from pytest_benchmarks.core.results import EpisodeRecord, TaskResult, rate_text
+from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
 from pytest_benchmarks.core.settings import GATE_MODES
+from pytest_benchmarks.metrics.gate.comparison import Comparison
 from pytest_benchmarks.metrics.gate.family import holm_reject, tarone_mask
+from pytest_benchmarks.metrics.gate.methods import Case, choose
 from pytest_benchmarks.metrics.gate.pairing import Pairing
-from pytest_benchmarks.metrics.gate.sequential import (
-    REGRESSED,
-    UNDECIDED,
-    decide,
-    early_threshold,
-    final_alpha,
-    paired_diffs,
-    task_drop,
-)
+from pytest_benchmarks.metrics.gate.sequential import final_alpha
 from pytest_benchmarks.metrics.stats import (
     episode_key,
-    episodes_needed,
-    fisher_lower,
-    mcnemar_lower,
     reachable_p,
 )
-
-#: How the gate's lines mark each verdict (``Comparison.verdict``); the rest are held.
-LABELS = {"regression": "REGRESSION", "cannot fail": "cannot fail", "improvement": "improved"}
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """The verdict on one task: counts, the test used, its p-value and the threshold."""
-
-    task: str
-    base_successes: int
-    base_n: int
-    new_successes: int
-    new_n: int
-    test: str
-    p_value: float
-    threshold: float
-    regression: bool
-    improvement: bool
-    #: Paired episodes that went from success to failure, and the reverse.
-    lost: int = 0
-    gained: int = 0
-    #: The smallest p-value this test can reach with these counts.
-    min_p: float = 0.0
-    #: Whether any outcome of the new run could fail the gate (False: it cannot detect a drop).
-    can_fail: bool = True
-    #: Episodes per run at which it could, for the baseline's rate (None: none suffice).
-    needed: int | None = None
-    #: Why baseline and run are different experiments (another policy, other settings).
-    notes: tuple[str, ...] = ()
-    #: How the threshold was reached: "" (one task compared) or Holm's step, "Holm 2/5".
-    procedure: str = ""
-    #: A sequential gate's decision (``sequential.Decision.line``): how many episodes it read
-    #: and why it stopped.
-    decision: str = ""
-    #: The sequential gate's state (REGRESSED, HELD, or UNDECIDED: ran its plan, judged by
-    #: the fixed paired test); "" for the fixed gate.
-    state: str = ""
-    #: The share of alpha Holm's steps judge this task at (the sequential gate's final tests
-    #: get what its early stops left).
-    share: float = 1.0
-
-    @property
-    def holm_tested(self) -> bool:
-        """Whether Holm's steps judge this verdict: a fixed test of a task that can fail, or
-        the final fixed test of a sequential task that ran its plan."""
-        fixed = self.test in ("McNemar", "Fisher") or self.state == UNDECIDED
-        return self.can_fail and fixed
-
-    @property
-    def verdict(self) -> str:
-        if self.regression:
-            return "regression"
-        if self.improvement:
-            return "improvement"
-        if not self.can_fail:
-            return "cannot fail"
-        return "no regression" if self.test == "exact" else "no significant change"
-
-    def line(self) -> str:
-        """One line a person reads at a glance."""
-        head = (
-            f"{self.task}: {rate_text(self.base_successes, self.base_n)} → "
-            f"{rate_text(self.new_successes, self.new_n)}"
-        )
-        tail = "".join(f"; {note}" for note in self.notes)
-        if self.test == "sequential" and self.state != UNDECIDED:
-            return f"{head}, sequential: {self.decision} → {self.verdict}{tail}"
-        if self.test == "exact":
-            body = f"{self.lost} episodes lost, {self.gained} gained → {self.verdict}"
-            return f"{head}, {body}{tail}"
-        if self.verdict == "cannot fail":
-            need = (
-                f"needs >= {self.needed} episodes at {self.base_rate:.0%}"
-                if self.needed
-                else "no episode count suffices at a 0% baseline"
-            )
-            return (
-                f"{head}, {self.test} cannot detect any drop at this size (smallest p "
-                f"{self.min_p:.2g} >= {self.threshold:.2g}; {need}) → cannot fail{tail}"
-            )
-        sign = "<" if self.p_value < self.threshold else ">="
-        level = f"{self.threshold:.2g}" + (f" ({self.procedure})" if self.procedure else "")
-        test = f"sequential: {self.decision}, McNemar" if self.state == UNDECIDED else self.test
-        return f"{head}, {test} p={self.p_value:.2g} {sign} {level} → {self.verdict}{tail}"
-
-    @classmethod
-    def of(cls, data: Mapping[str, Any]) -> Comparison:
-        """A verdict from its fields as ``dataclasses.asdict`` gave them (a report's payload)."""
-        return cls(**{**data, "notes": tuple(data.get("notes", ()))})
-
-    @property
-    def label(self) -> str:
-        """The verdict as the gate's lines mark it: REGRESSION, cannot fail, improved, held."""
-        return LABELS.get(self.verdict, "held")
-
-    @property
-    def base_rate(self) -> float:
-        return self.base_successes / self.base_n if self.base_n else 0.0
 
 
 def compare(
@@ -141,7 +32,9 @@ def compare(
     session_tasks: int | None = None,
     pair: bool = True,
 ) -> Comparison:
-    """Judge one task's new episodes against its baseline episodes at ``alpha / tasks_compared``.
+    """Judge one task's new episodes against its baseline episodes at ``alpha / tasks_compared``
+    with the per-task test that applies (``methods``: McNemar on paired episodes, Fisher
+    otherwise, or exact).
 
     ``mode``: ``stat`` (significance test), ``exact`` (any shared episode that succeeded in the
     baseline and fails now is a regression; for deterministic runs, so every new episode must be
@@ -154,57 +47,9 @@ def compare(
     """
     if mode not in GATE_MODES:
         raise ValueError(f"unknown gate mode {mode!r}; valid: {', '.join(GATE_MODES)}")
-    base_k = sum(e.success for e in baseline)
-    new_k = sum(e.success for e in new)
-    by_key = {episode_key(e): e.success for e in baseline} if pair else {}
-    shared = [(by_key[episode_key(e)], e.success) for e in new if episode_key(e) in by_key]
-    lost = sum(b and not n for b, n in shared)
-    gained = sum(n and not b for b, n in shared)
-    threshold = alpha / max(1, tasks_compared)
-    paired = bool(shared) and len(shared) == len(new)
-    min_p = reachable_p(baseline, [episode_key(e) for e in new] if pair else [])
-    if not pair:
-        min_p = fisher_lower(base_k, len(baseline), 0, len(new)) if baseline and new else 1.0
-    if mode == "exact":
-        if len(shared) != len(new):
-            raise ValueError(
-                f"{task}: the exact gate compares the same episodes, but "
-                f"{len(new) - len(shared)} of {len(new)} new episodes (index, seed, initial state) "
-                "are not in the baseline; use the statistical gate"
-            )
-        test, p_value, p_up = "exact", 0.0 if lost else 1.0, 1.0
-        regression, possible = lost > 0, any(b for b, _ in shared)
-    else:
-        if paired:
-            test, p_value = "McNemar", mcnemar_lower(lost, gained)
-            p_up = mcnemar_lower(gained, lost)
-        else:
-            test = "Fisher"
-            p_value = fisher_lower(base_k, len(baseline), new_k, len(new))
-            p_up = fisher_lower(new_k, len(new), base_k, len(baseline))
-        possible = min_p < threshold if can_fail is None else can_fail
-        regression = mode == "stat" and possible and p_value < threshold
-    rate = base_k / len(baseline) if baseline else 0.0
-    return Comparison(
-        task=task,
-        base_successes=base_k,
-        base_n=len(baseline),
-        new_successes=new_k,
-        new_n=len(new),
-        test=test,
-        p_value=p_value,
-        threshold=threshold,
-        regression=regression,
-        improvement=not regression and mode == "stat" and p_up < threshold,
-        lost=lost,
-        gained=gained,
-        min_p=min_p,
-        can_fail=possible,
-        needed=None
-        if possible
-        else episodes_needed(rate, alpha / max(1, session_tasks or tasks_compared), paired),
-        notes=tuple(notes),
-    )
+    case = Case(task, baseline, new, alpha, tasks_compared, mode, can_fail, tuple(notes),
+                session_tasks, pair)  # fmt: skip
+    return choose(case).judge(case)
 
 
 def tarone(min_ps: Mapping[str, float], alpha: float) -> tuple[set[str], int]:
@@ -353,48 +198,8 @@ def compare_sequential(
     notes: Sequence[str] = (),
     pair: bool = True,
 ) -> Comparison:
-    """Judge a ``--benchmark-sequential`` run, read again from its episodes: REGRESSED early
-    when its stopping rule said so (``p_value`` is ``1 / e``, the e-value's calibration), HELD
-    when it stopped for futility (never a regression), and a task that ran its plan undecided
-    by the fixed paired test at the rest of alpha, at Holm's first step over the family (the
-    later steps come with the session's other verdicts, ``holm``). Unpaired (``pair``
-    False: the episodes moved with the environment, so nothing stopped early), the whole plan
-    is judged by Fisher at the final tests' level."""
-    if not pair:
-        fixed = compare(task, baseline, new, final_alpha(alpha), family_size, "stat",
-                        can_fail=can_fail, notes=notes, pair=False)  # fmt: skip
-        return replace(fixed, share=final_alpha(1.0))
-    diffs = paired_diffs(baseline, new, order)
-    threshold = early_threshold(alpha, family_size)
-    delta = task_drop(baseline, order, alpha, family_size)
-    decision = decide(diffs, threshold, len(order), delta=delta, can_fail=can_fail)
-    counts = {
-        "task": task,
-        "base_successes": sum(e.success for e in baseline),
-        "base_n": len(baseline),
-        "new_successes": sum(e.success for e in new),
-        "new_n": len(new),
-        "test": "sequential",
-        "lost": decision.lost,
-        "gained": decision.gained,
-        "can_fail": can_fail,
-        "notes": tuple(notes),
-        "decision": decision.line(),
-        "state": decision.state,
-        "share": final_alpha(1.0),
-    }
-    if decision.state == UNDECIDED:
-        level = final_alpha(alpha) / max(1, family_size)
-        p_value = mcnemar_lower(decision.lost, decision.gained)
-        regression = can_fail and p_value < level
-        improvement = not regression and mcnemar_lower(decision.gained, decision.lost) < level
-        return Comparison(**counts, p_value=p_value, threshold=level, regression=regression,
-                          improvement=improvement)  # fmt: skip
-    e_value = decision.regression_e
-    return Comparison(
-        **counts,
-        p_value=min(1.0, 1.0 / e_value) if e_value > 0 else 1.0,
-        threshold=1.0 / threshold,
-        regression=decision.state == REGRESSED,
-        improvement=False,
-    )
+    """Judge a ``--benchmark-sequential`` run, read again from its episodes, as its stopping
+    rule did (``methods.sequential``)."""
+    case = Case(task, baseline, new, alpha, family_size, "stat", can_fail, tuple(notes),
+                pair=pair, order=tuple(order))  # fmt: skip
+    return choose(case).judge(case)
