@@ -20,6 +20,7 @@ status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -65,7 +66,9 @@ def report(args: argparse.Namespace) -> int:
         baseline = [_named(r, name) for r in load_results(runs[1])]
     for path in (args.output, args.png):
         if path is not None:
-            output_path(path)
+            output_path(path, (args.run, args.baseline))
+    if args.output is not None and args.png is not None and _same_file(args.output, args.png):
+        raise InputError(f"-o and --png name one file ({args.output}); give each its own")
     if args.png is not None and args.png.suffix.lower().lstrip(".") not in CHART_FORMATS:
         raise InputError(
             f"--png: {args.png}: unknown image format {args.png.suffix or '(no extension)'}; "
@@ -91,12 +94,28 @@ def _named(result: TaskResult, name: Callable[[TaskResult], str]) -> TaskResult:
     return replace(result, task=replace(result.task, env=env, key=key))
 
 
-def output_path(path: Path) -> None:
-    """A file the command may write: absent, or a regular file in a writable directory."""
+def output_path(path: Path, inputs: Sequence[Path | None] = ()) -> None:
+    """A file the command may write: absent, or a regular file in a writable directory, and
+    none of the command's ``inputs`` (writing it would replace what it reads)."""
     try:
         check_writable(path)
     except OSError as exc:
         raise InputError(f"cannot write {path}: {exc}") from None
+    for given in inputs:
+        if given is not None and _same_file(path, given):
+            raise InputError(
+                f"{path}: is also an input ({given}); writing it would replace what is read: "
+                "give another output path"
+            )
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file (through links, or the same path where neither
+    exists yet)."""
+    with contextlib.suppress(OSError):
+        if a.exists() and b.exists():
+            return a.samefile(b)
+    return a.resolve() == b.resolve()
 
 
 def record_build(root: Path) -> int:
@@ -308,7 +327,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "merge":
-            output_path(args.output)
+            output_path(args.output, args.inputs)
             shards = [(path, load(path)) for path in args.inputs]
             document = merge_documents(shards)
             write_metrics(args.output, document)

@@ -447,3 +447,26 @@ def test_compare_says_when_the_runs_ran_in_another_environment(
     assert main(["compare", *map(str, paths)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert f"note: the runs ran in another environment (mujoco 2.0.0 → {now})" in lines, lines
+
+
+def test_an_output_that_is_also_an_input_is_refused(
+    toy_project: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+):
+    """``report m.json -o m.json`` once replaced the run by its Markdown: an output that is one
+    of the command's inputs (however its path is spelled) is refused in one line, nothing
+    written (an output that is a link is refused as one already)."""
+    run = session(toy_project, "run")
+    other = session(toy_project, "other")
+    before = run.read_bytes()
+    again = run.parent / "." / run.name  # the same file, spelled otherwise
+    for argv in (
+        ["report", str(run), "-o", str(run)],
+        ["report", str(run), "--png", str(again)],
+        ["report", str(other), "--baseline", str(run), "-o", str(again)],
+        ["merge", str(other), str(run), "-o", str(again)],
+    ):
+        capsys.readouterr()
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "is also an input" in err and err.count("\n") == 1, err
+    assert run.read_bytes() == before

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 from typing import Any
 
 from pytest_benchmarks.core.settings import Settings
@@ -18,6 +19,8 @@ from pytest_benchmarks.core.values import OptionError
 FLAG = "--benchmark-ray"
 #: How long an address may take to answer before it is called unreachable.
 CONNECT_S = 5.0
+#: How long joining a cluster may take: past it, what answers is no Ray cluster's head.
+JOIN_S = 15.0
 
 
 def needs(settings: Settings) -> dict[str, Any]:
@@ -44,30 +47,53 @@ def connect(address: str, settings: Settings) -> None:
         import ray
     except ImportError:
         raise OptionError(f"{FLAG} needs Ray: pip install 'pytest-benchmarks[ray]'") from None
-    if address != "auto":
-        why = _answers(address)
+    named = os.environ.get("RAY_ADDRESS", "") if address == "auto" else address
+    if named and named != "auto" and ":" in named:
+        why = _answers(named.removeprefix("ray://"))
         if why is not None:
+            where = address if address != "auto" else f"auto (RAY_ADDRESS={named})"
             raise OptionError(
-                f"{FLAG}={address}: no Ray cluster answers there ({why}); start its head with "
+                f"{FLAG}={where}: no Ray cluster answers there ({why}); start its head with "
                 "`ray start --head --port=PORT`, or give auto for the one RAY_ADDRESS names"
             )
-    try:
-        ray.init(
-            address=address,
-            log_to_driver=False,
-            logging_level=logging.WARNING,
-            configure_logging=False,
-            namespace=f"pytest-benchmarks-{os.getpid()}",
-        )
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        text = str(exc).strip().splitlines()
-        raise OptionError(f"{FLAG}={address}: cannot join a Ray cluster: {text[0]}") from None
+    _join(ray, address)
     try:
         nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive")]
         _check_resources(address, settings, nodes)
     except OptionError:
         ray.shutdown()
         raise
+
+
+def _join(ray: Any, address: str) -> None:
+    """``ray.init`` within ``JOIN_S``: Ray retries a listener that is not its head for minutes,
+    so the join runs in a thread of its own and a join that has not ended by then is refused
+    in one line (the session ends; the thread with it)."""
+    failed: list[BaseException] = []
+
+    def join() -> None:
+        try:
+            ray.init(
+                address=address,
+                log_to_driver=False,
+                logging_level=logging.WARNING,
+                configure_logging=False,
+                namespace=f"pytest-benchmarks-{os.getpid()}",
+            )
+        except BaseException as exc:
+            failed.append(exc)
+
+    thread = threading.Thread(target=join, name="ray-join", daemon=True)
+    thread.start()
+    thread.join(JOIN_S)
+    if thread.is_alive():
+        raise OptionError(
+            f"{FLAG}={address}: no Ray cluster answered within {JOIN_S:g} s (is it a Ray head's "
+            "GCS port? `ray status` on the head names it)"
+        )
+    if failed:
+        text = str(failed[0]).strip().splitlines() or [type(failed[0]).__name__]
+        raise OptionError(f"{FLAG}={address}: cannot join a Ray cluster: {text[0][:200]}")
 
 
 def _check_resources(address: str, settings: Settings, nodes: list[dict[str, float]]) -> None:

@@ -87,7 +87,7 @@ class ArrayRun:
         that exist, merged; the others named by ``merge`` as missing. An element requeued after
         the array's first end (its node went) satisfies ``afterany`` early, so while any element
         is still queued the job submits itself again behind the array and ends."""
-        shards = " ".join(shlex.quote(str(self.shard_path(i))) for i in range(1, self.shards + 1))
+        pattern = shlex.quote(str(self.out)) + f"/shard-*-of-{self.shards}.json"
         again = f"--dependency=afterany:$array {shlex.quote(str(self.out / 'merge.sbatch'))}"
         return "\n".join([
             "#!/bin/bash",
@@ -101,8 +101,8 @@ class ArrayRun:
             '  echo "array job $array has elements queued again; the merge waits for them"',
             f'  exec sbatch --parsable {again} "$array"',
             "fi",
-            "found=()",
-            f"for f in {shards}; do [ -f \"$f\" ] && found+=(\"$f\"); done",
+            "shopt -s nullglob",
+            f"found=({pattern})",
             'if [ ${#found[@]} = 0 ]; then',
             f'  echo "no shard wrote its metrics: see {self.out / "logs"}" >&2; exit 2',
             "fi",
@@ -112,10 +112,22 @@ class ArrayRun:
         ])  # fmt: skip
 
 
+#: The most shards an array gets: Slurm's default MaxArraySize (1001) allows indices to 1000.
+MAX_SHARDS = 1000
+
+
 def check(run: ArrayRun) -> None:
     """Refuse what cannot be submitted, one line each, before anything is."""
     if run.shards < 1:
         raise SlurmError(f"--shards: {run.shards} is not a count of shards; give 1 or more")
+    if run.shards > MAX_SHARDS:
+        raise SlurmError(
+            f"--shards: {run.shards} is more than a Slurm array holds by default "
+            f"(MaxArraySize 1001: indices up to {MAX_SHARDS}); give {MAX_SHARDS} or fewer"
+        )
+    for arg in run.sbatch_args:
+        if "\n" in arg or "\r" in arg:
+            raise SlurmError(f"--sbatch-arg: {arg!r} holds a line break; give one option per flag")
     if run.retries < 0:
         raise SlurmError(f"--retries: {run.retries} is negative; give 0 or more")
     for arg in run.pytest_args:

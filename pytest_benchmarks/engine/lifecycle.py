@@ -92,12 +92,8 @@ def _discard_earlier_journal(settings: Settings) -> str | None:
     line that says what it held, or None."""
     folder = journal.folder_for(settings.metrics)
     try:
-        dropped = journal.discard(folder)
+        return journal.discard(folder).line(folder)
+    except journal.JournalPathError as exc:
+        raise OptionError(f"--benchmark-metrics: the journal's path {exc}") from None
     except OSError as exc:
         raise OptionError(journal.undiscarded(folder, exc)) from None
-    if not dropped:
-        return None
-    return (
-        f"journal: removed {folder}, an earlier run's {dropped} finished episodes "
-        "(--benchmark-resume carries such a run on)"
-    )

@@ -21,11 +21,11 @@ refused, naming the file and line.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
 import re
-import shutil
 import stat
 import time
 import warnings
@@ -155,11 +155,16 @@ class Journal:
     notes: list[str] = field(default_factory=list)
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def _parse(line: str) -> dict[str, Any]:
     try:
-        entry = json.loads(line)
-    except ValueError:
-        raise JournalError("not a journal line (not JSON)") from None
+        entry = json.loads(line, parse_constant=_no_constant)
+    except ValueError as exc:
+        why = str(exc) if "JSON number" in str(exc) else "not JSON"
+        raise JournalError(f"not a journal line ({why})") from None
     if not isinstance(entry, dict) or "sum" not in entry:
         raise JournalError("not a journal line (no checksum)")
     if entry.pop("sum") != _checksum(entry):
@@ -209,12 +214,43 @@ def _event(entry: dict[str, Any]) -> Event | dict[str, Any]:
     return parse(entry)
 
 
+@functools.cache
+def _validators() -> dict[str, Any]:
+    """The metrics schema's checks for what a journal line carries: an episode, a task row."""
+    import jsonschema
+
+    from pytest_benchmarks.metrics.document import schema
+
+    document = schema()
+    return {
+        name: jsonschema.Draft202012Validator(
+            {**document["$defs"][name], "$defs": document["$defs"]}
+        )
+        for name in ("episode", "task_row")
+    }
+
+
+def _check(name: str, data: Any) -> None:
+    """``data`` against the metrics schema's ``name`` (ValueError naming the first problem)."""
+    problem = next(iter(_validators()[name].iter_errors(data)), None)
+    if problem is not None:
+        where = "/".join(str(p) for p in problem.absolute_path) or name
+        raise ValueError(f"{where}: {problem.message.splitlines()[0][:120]}")
+
+
 def _apply(journal: Journal, path: Path, entry: dict[str, Any]) -> None:
-    """One line of a file, onto the merged results."""
+    """One line of a file, onto the merged results, checked against the metrics schema."""
     event = _event(entry)
     if isinstance(event, dict):
+        if not isinstance(event.get("run"), dict):
+            raise ValueError("its header's run is not an object of settings")
         journal.runs[path] = event["run"]
-    elif isinstance(event, TaskStarted):
+        return
+    if isinstance(event, EpisodeFinished):
+        _check("episode", event.episode)
+    elif isinstance(event, (TaskStarted, TaskEnded)):
+        _check("task_row", {**event.row, "episodes": []})
+    if isinstance(event, TaskStarted):
         result = TaskResult.from_row({**event.row, "episodes": []})
         earlier = journal.results.get(result.task.id)
         result.episodes = earlier.episodes if earlier is not None else []
@@ -272,29 +308,93 @@ def _age(path: Path) -> tuple[int, str]:
     return (int(stamp) if stamp.isdigit() else 0, path.name)
 
 
-def discard(folder: Path) -> int:
-    """Remove a journal folder; how many episode lines it held.
+@dataclass(frozen=True)
+class Discarded:
+    """What ``discard`` did: the episode lines its journal files held, and what it left."""
 
+    episodes: int = 0
+    #: Entries of the folder that are not this project's journal files, left where they are.
+    left: tuple[Path, ...] = ()
+
+    def line(self, folder: Path) -> str | None:
+        """``journal: removed ...``/``journal: left ...``, or None where there is nothing to say."""
+        said = []
+        if self.episodes:
+            said.append(
+                f"journal: removed {folder}'s journal files, an earlier run's {self.episodes} "
+                "finished episodes (--benchmark-resume carries such a run on)"
+            )
+        if self.left:
+            names = ", ".join(p.name for p in self.left[:5])
+            more = f" and {len(self.left) - 5} more" if len(self.left) > 5 else ""
+            said.append(
+                f"journal: left {len(self.left)} entries in {folder} that are not journal files "
+                f"of this project's: {names}{more}"
+            )
+        return "; ".join(said) or None
+
+
+class JournalPathError(OSError):
+    """The journal's path holds something that is not a journal folder (the user's file)."""
+
+
+def discard(folder: Path) -> Discarded:
+    """Remove an earlier run's journal files from ``folder``, and only those.
+
+    A journal file is one this project wrote: its name (``PID-TIME.jsonl``), a regular file
+    (never a link: it is not followed), on the folder's own filesystem (a mount inside is never
+    crossed), whose first line is a journal header with its checksum. Anything else in the
+    folder is left where it is and named (``Discarded.left``); the folder goes only once empty.
     A folder that is a symbolic link is unlinked, never followed: the files it points at are
-    another run's, and none of them was this run's to remove (0). A folder that cannot be
-    removed raises OSError: its episodes would mix into the new run's.
+    another run's. A regular file (or anything else) at the folder's path is the user's, and
+    refused (``JournalPathError``). A journal file that cannot be removed raises OSError: its
+    episodes would mix into the new run's.
     """
-    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+    if folder.is_symlink():
         folder.unlink()
-        return 0
+        return Discarded()
+    if not folder.exists():
+        return Discarded()
     if not folder.is_dir():
-        return 0
-    count = 0
-    journals = files(folder, [])
-    for path in journals:
+        raise JournalPathError(
+            f"{folder} is a file, not a journal folder; move it away or give "
+            "--benchmark-metrics another path"
+        )
+    device = folder.stat().st_dev
+    count, left = 0, []
+    for entry in sorted(folder.iterdir()):
+        if not _is_journal_file(entry, device):
+            left.append(entry)
+            continue
         with contextlib.suppress(OSError):
-            text = path.read_bytes()
+            text = entry.read_bytes()
             count += sum(text.count(mark) for mark in _EPISODE_MARKS)
-    shutil.rmtree(folder, ignore_errors=True)  # an empty read-only mount stays, harmlessly
-    left = [path for path in journals if path.exists()]
-    if left:
-        raise OSError(f"{left[0]} could not be removed")
-    return count
+        entry.unlink()
+    if not left:
+        with contextlib.suppress(OSError):  # an empty read-only mount stays, harmlessly
+            folder.rmdir()
+    return Discarded(count, tuple(left))
+
+
+#: The most of a file's first line read to tell a journal file from another.
+_HEADER_BYTES = 1 << 20
+
+
+def _is_journal_file(path: Path, device: int) -> bool:
+    """Whether ``path`` is a journal file this project wrote (``discard``'s rule)."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return False
+    if not _NAME.fullmatch(path.name) or not stat.S_ISREG(info.st_mode) or info.st_dev != device:
+        return False
+    try:
+        with path.open("rb") as handle:
+            first = handle.readline(_HEADER_BYTES)
+        entry = _parse(first.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, JournalError):
+        return False
+    return entry.get("kind", entry.get("event")) == "run"
 
 
 def undiscarded(folder: Path, exc: OSError) -> str:

@@ -64,3 +64,42 @@ def test_the_api_refuses_the_same_and_a_policy_object(project: pytest.Pytester):
         evaluate("toy", tasks=["walk"], episodes=1, ray="127.0.0.1:1")
     with pytest.raises(OptionError, match="give policy as a spec string"):
         evaluate("toy", tasks=["walk"], episodes=1, policy=lambda config, n: None, ray="auto")
+
+
+def test_auto_with_a_ray_address_where_nothing_answers_is_refused_at_once(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+):
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
+    result = project.runpytest("--benchmark-env=toy", "--benchmark-ray=auto")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert (
+        "ERROR: --benchmark-ray=auto (RAY_ADDRESS=127.0.0.1:1): no Ray cluster answers there "
+        "(Connection refused); start its head with `ray start --head --port=PORT`, or give auto "
+        "for the one RAY_ADDRESS names"
+    ) in result.errlines, result.errlines
+
+
+def test_a_listener_that_is_no_ray_head_is_refused_within_the_join_bound(
+    project: pytest.Pytester,
+):
+    """Ray retries a TCP listener that is not its head for minutes; the join is bounded
+    (``ray_connect.JOIN_S``) and refused in one line naming the address. In a process of its
+    own: the abandoned join goes on in its thread until that process ends."""
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    import socket
+
+    from pytest_benchmarks.cluster.ray_connect import JOIN_S
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        address = f"127.0.0.1:{listener.getsockname()[1]}"
+        result = project.runpytest_subprocess(
+            "--benchmark-env=toy", f"--benchmark-ray={address}", timeout=JOIN_S + 120
+        )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert (
+        f"ERROR: --benchmark-ray={address}: no Ray cluster answered within {JOIN_S:g} s (is it a "
+        "Ray head's GCS port? `ray status` on the head names it)"
+    ) in result.errlines, result.errlines

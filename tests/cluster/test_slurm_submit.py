@@ -74,6 +74,10 @@ def test_an_element_whose_session_dies_is_started_again_from_its_journal(
     ("argv", "says"),
     [
         (["--shards=0"], "--shards: 0 is not a count of shards; give 1 or more"),
+        (["--shards=100000000000", "--dry-run"], "--shards: 100000000000 is more than a Slurm "
+         "array holds by default (MaxArraySize 1001: indices up to 1000); give 1000 or fewer"),
+        (["--shards=2", "--sbatch-arg=--partition=a\n#SBATCH --x"], "--sbatch-arg: "
+         "'--partition=a\\n#SBATCH --x' holds a line break; give one option per flag"),
         (["--shards=2", "--retries=-1"], "--retries: -1 is negative; give 0 or more"),
         (["--shards=2", "--", "--benchmark-shard=1/2"], "--benchmark-shard=1/2: each array "
          "element sets --benchmark-shard, --benchmark-metrics, --benchmark-resume itself"),

@@ -52,7 +52,7 @@ def test_a_run_holds_its_outputs_from_open_to_close_and_a_refused_open_holds_non
     # A new run discards the earlier journal, and says what it held.
     again = _open(settings)
     assert again.journal_line is not None and "2 finished episodes" in again.journal_line
-    assert not folder.exists()
+    assert not folder.exists()  # nothing but its own files was there: the folder goes too
     run(again.engine, "walk")
     again.close(complete=True)
     assert not folder.exists()

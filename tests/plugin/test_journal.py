@@ -168,7 +168,9 @@ def test_what_is_no_journal_file_is_named_and_skipped_never_opened(tmp_path: Pat
         f"journal: skipped {folder / '2-2.jsonl'}: not a regular file",
         f"journal: skipped {folder / 'notes.jsonl'}: not a journal file's name (PID-TIME.jsonl)",
     ]
-    assert journal.discard(folder) == 3 and not folder.exists()
+    dropped = journal.discard(folder)  # only the journal file goes; the others are named
+    assert dropped.episodes == 3
+    assert [p.name for p in dropped.left] == ["1-1.jsonl", "2-2.jsonl", "notes.jsonl"]
 
 
 def test_a_line_that_is_not_utf8_is_refused_naming_its_file_and_line(tmp_path: Path):
@@ -186,7 +188,7 @@ def test_a_journal_folder_that_is_a_link_is_unlinked_never_followed(tmp_path: Pa
     kept = write_journal(other, 2, end=False)
     link = tmp_path / "run.json.journal"
     link.symlink_to(other)
-    assert journal.discard(link) == 0
+    assert journal.discard(link) == journal.Discarded()
     assert not link.exists() and not link.is_symlink() and kept.exists()
 
 
@@ -235,4 +237,85 @@ def test_a_journal_of_the_earlier_line_format_is_read_as_the_same_events(tmp_pat
     path.write_text(_v1_lines(entries))
     ended = journal.read(folder).results["toy/walk"]
     assert ended.error is None and ended.episodes == result.episodes[:2]
-    assert journal.discard(folder) == 2
+    assert journal.discard(folder).episodes == 2
+
+
+def test_a_new_run_removes_only_the_journal_files_this_project_wrote(tmp_path: Path):
+    """The user's own files beside the journal, a file named like a journal file that is none,
+    a link and a folder are left and named; a file at the journal's path is refused."""
+    folder = tmp_path / "run.json.journal"
+    write_journal(folder, 3, end=False)
+    (folder / "notes.txt").write_text("mine")
+    (folder / "9-9.jsonl").write_text('{"not": "a header"}\n')
+    (folder / "8-8.jsonl").symlink_to(tmp_path / "elsewhere.jsonl")
+    (folder / "data").mkdir()
+    (folder / "data" / "1-1.jsonl").write_text("kept")
+    dropped = journal.discard(folder)
+    assert dropped.episodes == 3
+    assert sorted(p.name for p in dropped.left) == ["8-8.jsonl", "9-9.jsonl", "data", "notes.txt"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "8-8.jsonl",
+        "9-9.jsonl",
+        "data",
+        "notes.txt",
+    ]
+    assert (folder / "data" / "1-1.jsonl").read_text() == "kept"
+    line = dropped.line(folder)
+    assert line is not None and "left 4 entries in" in line and "notes.txt" in line
+    taken = tmp_path / "taken.json.journal"
+    taken.write_text("the user's file")
+    with pytest.raises(journal.JournalPathError, match="is a file, not a journal folder"):
+        journal.discard(taken)
+    assert taken.read_text() == "the user's file"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a filesystem needs root")
+def test_a_filesystem_mounted_inside_the_journal_folder_is_never_crossed(tmp_path: Path):
+    folder = tmp_path / "run.json.journal"
+    write_journal(folder, 2, end=False)
+    mount = folder / "mnt"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(mount)], check=False).returncode:
+        pytest.skip("tmpfs cannot be mounted here")
+    try:
+        write_journal(mount, 2, end=False)  # a journal file, but on another filesystem
+        (mount / "theirs.txt").write_text("theirs")
+        dropped = journal.discard(folder)
+        assert dropped.episodes == 2 and [p.name for p in dropped.left] == ["mnt"]
+        assert (mount / "theirs.txt").read_text() == "theirs" and len(list(mount.iterdir())) == 2
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
+def _rewrite(path: Path, number: int, change) -> None:  # type: ignore[no-untyped-def]
+    """Line ``number`` (1-based) of a journal file edited, its checksum recomputed."""
+    lines = path.read_text().splitlines(keepends=True)
+    entry = json.loads(lines[number - 1])
+    entry.pop("sum")
+    change(entry)
+    lines[number - 1] = json.dumps({**entry, "sum": journal._checksum(entry)}) + "\n"
+    path.write_text("".join(lines))
+
+
+@pytest.mark.parametrize(
+    ("number", "change", "said"),
+    [
+        (3, lambda e: e["episode"].update(sum_reward=float("nan")), "NaN is not a JSON number"),
+        (3, lambda e: e["episode"].update(success="yes"), "success: 'yes' is not of type"),
+        (1, lambda e: e.update(run="seed 1000"), "its header's run is not an object"),
+    ],
+)
+def test_a_journal_line_the_schema_refuses_is_refused_naming_its_file_and_line(
+    tmp_path: Path,
+    number: int,
+    change,
+    said: str,  # type: ignore[no-untyped-def]
+):
+    """Values a metrics JSON cannot hold (a NaN reward, a string outcome, a header whose run is
+    no object) are refused where they are read, naming the file and line, whatever their
+    checksum says: they would otherwise end the resumed run without its metrics."""
+    path = write_journal(tmp_path / "j", 2, end=False)
+    _rewrite(path, number, change)
+    with pytest.raises(journal.JournalError) as refused:
+        journal.read(tmp_path / "j")
+    assert str(refused.value).startswith(str(path)) and said in str(refused.value)
