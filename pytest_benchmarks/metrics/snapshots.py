@@ -101,6 +101,16 @@ SNAPSHOT_SCHEMA: dict[str, Any] = {
         "n_episodes": {"type": "integer", "minimum": 0},
         "policy": {"type": "object"},
         "settings": {"type": "object"},
+        "fingerprint": {
+            "type": "object",
+            "properties": {
+                "packages": {
+                    "type": "object",
+                    "additionalProperties": {"type": ["string", "null"], "maxLength": 200},
+                },
+            },
+            "additionalProperties": {"type": ["string", "null"], "maxLength": 200},
+        },
         "episodes": {
             "type": "array",
             "items": {

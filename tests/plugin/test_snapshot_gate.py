@@ -691,3 +691,25 @@ def test_a_task_whose_environment_cannot_be_built_fails_each_test_in_one_line(
     assert "Traceback" not in result.stdout.str() and "def __init__" not in result.stdout.str()
     rows = json.loads((gated.path / "m.json").read_text())["results"]
     assert all(cause in row["error"] for row in rows), rows
+
+
+def test_a_fingerprint_that_is_no_object_of_strings_is_refused_and_values_are_clipped(
+    gated: pytest.Pytester,
+):
+    """A snapshot's fingerprint is read at the boundary: one that is not an object of strings
+    is refused naming the field; a version with an ANSI escape or a megabyte of text is said
+    escaped and clipped, never printed raw."""
+    from pytest_benchmarks.metrics.gate import environment_changes
+    from pytest_benchmarks.metrics.snapshots import SnapshotFormatError, read
+
+    run(gated, "--snapshot-update").assert_outcomes(passed=2)
+    path = gated.path / SNAPS / "walk.json"
+    stored = json.loads(path.read_text())
+    for bad, field in (({"packages": {"numpy": 3}}, "fingerprint/packages/numpy"),
+                       ({"gpu": ["H100"]}, "fingerprint/gpu"), ("docker", "fingerprint")):  # fmt: skip
+        with pytest.raises(SnapshotFormatError, match=f"not a task snapshot \\({field}: "):
+            read(json.dumps({**stored, "fingerprint": bad}))
+    hostile = {"packages": {"numpy": "\x1b[31mred\x1b[0m"}, "container": "x" * 10**6}
+    said = environment_changes(hostile, {"packages": {"numpy": "2.0"}, "container": None})
+    assert said == ["container xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx… → None",
+                    "numpy \\x1b[31mred\\x1b[0m → 2.0"]  # fmt: skip

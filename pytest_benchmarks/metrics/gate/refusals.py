@@ -58,11 +58,23 @@ def environment_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[
     old_packages, new_packages = old.get("packages") or {}, new.get("packages") or {}
     for name in old_packages.keys() & new_packages.keys():
         if old_packages[name] != new_packages[name]:
-            found.append(f"{name} {old_packages[name]} → {new_packages[name]}")
+            before, after = printable(old_packages[name]), printable(new_packages[name])
+            found.append(f"{printable(name)} {before} → {after}")
     for part in ("renderer", "gpu", "container"):
         if part in old and part in new and old[part] != new[part]:
-            found.append(f"{part} {old[part]} → {new[part]}")
+            found.append(f"{part} {printable(old[part])} → {printable(new[part])}")
     return sorted(found)
+
+
+#: The most characters of a recorded value a line prints.
+PRINTED = 60
+
+
+def printable(value: Any, limit: int = PRINTED) -> str:
+    """A recorded value as a line may print it: control characters (an ANSI escape, a line
+    break) escaped, and clipped to ``limit`` characters with an ellipsis."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(value))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def notes(
