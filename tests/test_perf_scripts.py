@@ -142,15 +142,16 @@ def test_so101_pick_runs_each_policy_on_lerobot_so101s_episodes():
 
 def test_sequential_run_sets_the_fixed_plan_beside_the_sequential_gate():
     """Two Meta-World tasks at 25 episodes against the committed snapshots: the scripted
-    experts are HELD after 20 by the sequential gate and run their whole plan under the fixed
-    one; a row per policy and gate."""
+    experts are HELD by the sequential gate after 12 unchanged pairs each (a plan of 25 holds
+    against its smallest drop of interest, about 30 points) and run their whole plan under
+    the fixed one; a row per policy and gate."""
     out = run("sequential_run.py", "--tasks", "reach-v3,push-v3", "--episodes", "25",
               "--workers", "1")  # fmt: skip
     rows = [line for line in out.splitlines() if line.startswith("| `scripted")]
     assert len(rows) == 4, out
     fixed, sequential = rows[0].split(" | "), rows[1].split(" | ")
     assert fixed[1:4] == ["fixed", "50", "100%"], rows[0]
-    assert sequential[1] == "sequential" and int(sequential[2]) == 40, rows[1]
+    assert sequential[1] == "sequential" and int(sequential[2]) == 24, rows[1]
     assert "2 HELD" in sequential[5] and "→ no regression" in rows[1], rows[1]
 
 
