@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.errors import installed
 from pytest_benchmarks.core.tasks import SelectionError
 from pytest_benchmarks.metrics import run_info
 from pytest_benchmarks.metrics.gate import environment_changes
@@ -86,10 +87,13 @@ def initial_digests(
     from pytest_benchmarks.api import evaluate
 
     names = sorted(tasks)
+    benchmark = catalog.get(env)
     result = evaluate(env, "noop", tasks=names, max_steps=1, batch_size=batch_size, **run)
     for row in result.results:
         if row.error:
-            raise DriftError(f"{row.task.id}: {_first(row.error)} ({packages(env)})")
+            raise DriftError(
+                f"{row.task.id}: {_first(row.error)} ({installed(benchmark.packages)})"
+            )
     return {
         (r.task.id, e.index, e.seed, e.init_state): e.initial_digest
         for r in result.results
@@ -97,17 +101,10 @@ def initial_digests(
     }
 
 
-def packages(env: str) -> str:
-    """``mujoco 3.4.0, metaworld 3.1.1``: the installed versions of a benchmark's packages."""
-    versions = run_info.fingerprint(tuple(catalog.get(env).packages), False)["packages"]
-    return ", ".join(f"{name} {version}" for name, version in versions.items())
-
-
 def fingerprint(env: str, settings: Mapping[str, Any]) -> dict[str, Any]:
     """The fingerprint the gate computes for a task of ``env`` run with ``settings``."""
-    benchmark = catalog.get(env)
-    obs = settings.get("obs") or benchmark.observation_modes[0]
-    return run_info.fingerprint(tuple(benchmark.packages), obs != "state")
+    obs = settings.get("obs") or catalog.get(env).observation_modes[0]
+    return run_info.benchmark_fingerprint(env, obs != "state")
 
 
 def load(root: Path, envs: Collection[str] = ()) -> dict[tuple[str, str], list[dict[str, Any]]]:

@@ -30,9 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_benchmarks.api import evaluate
-from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.files import write_atomic
-from pytest_benchmarks.metrics import run_info
+from pytest_benchmarks.drift import fingerprint
 from pytest_benchmarks.metrics.snapshots import dumps
 
 #: Snapshot settings passed on to the run that reads the initial states.
@@ -87,14 +86,6 @@ def fill(paths: list[Path], env: str, run: dict[str, Any], batch_size: int | Non
     return left
 
 
-def fingerprint_of(doc: dict[str, Any]) -> dict[str, Any]:
-    """The fingerprint the plugin's gate computes for this snapshot's task in this environment:
-    its benchmark's simulator packages, and the renderer where it renders images."""
-    benchmark = catalog.get(doc["env"])
-    obs = (doc.get("settings") or {}).get("obs") or benchmark.observation_modes[0]
-    return run_info.fingerprint(tuple(benchmark.packages), obs != "state")
-
-
 def with_fingerprint(doc: dict[str, Any], fingerprint: dict[str, Any]) -> dict[str, Any]:
     """The snapshot with ``fingerprint`` where ``snapshots.document`` puts it: after the
     settings (before the episodes where there are none)."""
@@ -112,7 +103,9 @@ def stamp_fingerprints(root: Path) -> int:
         doc = json.loads(path.read_text())
         if doc.get(FINGERPRINT) or "env" not in doc or "episodes" not in doc:
             continue
-        write_atomic(path, dumps(with_fingerprint(doc, fingerprint_of(doc))))
+        write_atomic(
+            path, dumps(with_fingerprint(doc, fingerprint(doc["env"], doc.get("settings") or {})))
+        )
         stamped += 1
     return stamped
 

@@ -39,6 +39,11 @@ def fingerprint(simulators: tuple[str, ...], renders: bool) -> dict[str, Any]:
     return found
 
 
+def benchmark_fingerprint(env: str, renders: bool) -> dict[str, Any]:
+    """``fingerprint`` for a task of benchmark ``env``: its simulator's packages."""
+    return fingerprint(tuple(catalog.get(env).packages), renders)
+
+
 @lru_cache(maxsize=64)
 def _versions(names: tuple[str, ...]) -> tuple[tuple[str, str | None], ...]:
     """Installed versions (None where absent), looked up once per process."""

@@ -132,9 +132,7 @@ def stopping_rule(item: pytest.Item, task: TaskRef) -> SequentialStop | None:
 def run_fingerprint(task: TaskRef, settings: Settings) -> dict[str, Any]:
     """The environment this run's ``task`` runs in (``run_info.fingerprint``): its benchmark's
     simulator packages, and the renderer where it renders images."""
-    return run_info.fingerprint(
-        tuple(catalog.get(task.env).packages), settings.env_config(task).obs != "state"
-    )
+    return run_info.benchmark_fingerprint(task.env, settings.env_config(task).obs != "state")
 
 
 #: Why the gate failed a test's task, in one line, for ``verdict`` (item stash).

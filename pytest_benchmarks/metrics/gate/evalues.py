@@ -38,11 +38,6 @@ def regression_e(lost: ArrayLike, gained: ArrayLike) -> np.ndarray:
     return value
 
 
-def max_regression_e(successes: int) -> float:
-    """The largest e-value a task can reach: every one of the baseline's ``successes`` lost."""
-    return float(regression_e(successes, 0))
-
-
 class HoldProcess:
     """Betting e-processes against "the drop is at least ``delta``", one per element of the
     arrays fed to ``update``, fed pair by pair."""

@@ -25,6 +25,7 @@ from pytest_benchmarks.metrics.gate.refusals import (
     notes,
     unpaired,
 )
+from pytest_benchmarks.metrics.stats import moved_start
 
 #: How a verdict's note says its initial states moved with the environment.
 MOVED_NOTE = "initial states moved with the environment"
@@ -67,12 +68,13 @@ def pair(
     if per_task:
         changes = check_comparable(old.settings, new.settings, names, remedy, absent)
     environment = environment_changes(old.fingerprint, new.fingerprint)
-    moved = unpaired(old.episodes, new.episodes, names)
+    moved = moved_start(old.episodes, new.episodes)
     if moved is not None and not environment:
-        raise Incomparable(moved)
+        raise Incomparable(unpaired(old.episodes, new.episodes, names) or "")
     said = notes(old.policy, new.policy, changes, environment if per_task else ())
     if moved is None:
         return Pairing(True, tuple(said))
-    index = moved.split()[1]
-    said.append(f"{MOVED_NOTE} (from episode {index}, {', '.join(environment)}): judged unpaired")
+    said.append(
+        f"{MOVED_NOTE} (from episode {moved[0]}, {', '.join(environment)}): judged unpaired"
+    )
     return Pairing(False, tuple(said))
