@@ -36,8 +36,10 @@ from pytest_benchmarks.metrics.runs import (
     EXIT_INPUT,
     EXIT_UNJUDGEABLE,
     InputError,
+    Judgement,
     Unjudgeable,
     compare_runs,
+    judge_runs,
     load,
     load_run,
     merge_documents,
@@ -78,7 +80,13 @@ def report(args: argparse.Namespace) -> int:
     interrupted = None
     if run.get("partial"):
         interrupted = f"the run is partial (exit status {run.get('exitstatus')})"
-    text = markdown(results, baseline, args.alpha, interrupted)
+    judgement: Judgement | Exception | None = None
+    if args.baseline:
+        try:
+            judgement = judge_runs(runs[1], runs[0], args.alpha, args.gate)
+        except Unjudgeable as exc:
+            judgement = exc
+    text = markdown(results, baseline, judgement, interrupted)
     if args.output:
         write_atomic(args.output, text, fsync=False)
     else:
@@ -231,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     report_cmd.add_argument("run", type=Path, metavar="RUN.json", help="the run to report")
     report_cmd.add_argument("--baseline", type=Path, metavar="OLD.json",
                             help="add the baseline and the gate's verdict per task")  # fmt: skip
-    _gate_options(report_cmd, "--alpha")
+    _gate_options(report_cmd, "--alpha", "--gate")
     report_cmd.add_argument("-o", "--output", type=Path, metavar="REPORT.md",
                             help="write the Markdown here (default: stdout)")  # fmt: skip
     report_cmd.add_argument("--png", type=Path, metavar="CHART.png",

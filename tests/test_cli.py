@@ -227,7 +227,10 @@ def test_report_markdown_and_chart(toy_project: pytest.Pytester):
     assert "| task | baseline | success (95% interval) | mean steps | time | verdict |" in text
     assert "| `toy/walk` | 6/6 (100%, 61–100) | 0/6 (0%, 0–39) | 30.0 |" in text
     assert "**regression** (McNemar p=0.016)" in text
-    assert "**Gate:** 2 tasks compared at alpha=0.05: regression in toy/stroll, toy/walk." in text
+    assert text.rstrip().endswith(
+        "**Gate:** 2 tasks compared (stat, alpha 0.05, Holm over 2 that can fail): 2 regressed, "
+        "0 improved → REGRESSION"
+    )  # compare's closing line: report and compare judge by one road
     assert "cannot fail" not in text
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     import matplotlib.image
@@ -281,7 +284,7 @@ def test_compare_refuses_runs_it_cannot_judge(toy_project: pytest.Pytester):
     assert report.returncode == 0
     stroll = next(line for line in report.stdout.splitlines() if "`toy/stroll`" in line)
     assert stroll.endswith("| **error** |") and "error: RuntimeError" in stroll
-    assert "Errors (not judged) in toy/stroll." in report.stdout
+    assert report.stdout.rstrip().endswith("→ 1 TASK NOT COMPARABLE"), report.stdout
 
 
 def test_compare_and_merge_refuse_runs_of_different_render_modes(toy_project: pytest.Pytester):
@@ -298,6 +301,12 @@ def test_compare_and_merge_refuse_runs_of_different_render_modes(toy_project: py
     merged = cli("merge", faithful, fast, "-o", toy_project.path / "merged.json")
     assert merged.returncode == 2
     assert "render faithful → fast from" in merged.stderr
+    report = cli("report", fast, "--baseline", faithful)  # a table, the refusal beneath it
+    assert report.returncode == 0
+    assert "**Gate:** not judged: the old run and the new run are different experiments" in (
+        report.stdout
+    )
+    assert "no significant change" not in report.stdout
 
 
 def test_hostile_inputs_and_outputs_are_one_line(toy_project: pytest.Pytester, tmp_path: Path):
@@ -389,7 +398,7 @@ def test_what_merge_and_report_cannot_vouch_for_is_said(
     walk = session(toy_project, "walk", "--benchmark-task=walk")
     assert main(["report", str(half), "--baseline", str(walk)]) == 0
     text = capsys.readouterr().out
-    assert "**Gate:** the baseline shares no task with this run; nothing was compared." in text
+    assert "**Gate:** not judged: the runs share no task (old: 1 tasks, new: 1)" in text
     assert "no regression" not in text
     out = full_disk / "report.md"
     assert main(["report", str(half), "-o", str(out)]) == 2
@@ -406,7 +415,7 @@ def test_the_gate_options_are_the_registrys(capsys: pytest.CaptureFixture[str]):
 
     by_field = {o.field: o for o in OPTIONS}
     commands = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
-    for command, flags in [("compare", list(GATE_OPTIONS)), ("report", ["--alpha"])]:
+    for command, flags in [("compare", list(GATE_OPTIONS)), ("report", ["--alpha", "--gate"])]:
         actions = {a.option_strings[0]: a for a in commands[command]._actions if a.option_strings}
         for flag in flags:
             option = by_field[GATE_OPTIONS[flag]]

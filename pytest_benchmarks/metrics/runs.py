@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -189,33 +190,69 @@ def unusable(result: TaskResult, run: str) -> str | None:
     return None
 
 
+@dataclass
+class Judgement:
+    """Two runs judged by the gate (``judge_runs``): what ``compare`` prints and ``report``
+    tabulates, by one road."""
+
+    verdicts: dict[str, gate.Comparison]
+    #: Tasks in both runs the gate could not compare, and why.
+    problems: dict[str, str]
+    #: ``note: ...`` lines: settings that differ without bearing on outcomes, the environment.
+    notes: list[str]
+    only_old: list[str]
+    only_new: list[str]
+    alpha: float
+    mode: str
+    #: A sequential run's planned episodes per task; 0 for a fixed run.
+    planned: int
+
+    def lines(self, power: str = "warn") -> list[str]:
+        """The gate's lines, as the pytest gate's summary prints them, ending in its count."""
+        verdicts = list(self.verdicts.values())
+        lines = [*self.notes, *gate.verdict_lines(verdicts)]
+        lines += [
+            f"  {'unjudged':<10} {t}: cannot compare: {why}" for t, why in self.problems.items()
+        ]
+        lines += [f"{task_id}: only in the old run" for task_id in self.only_old]
+        lines += [f"{task_id}: only in the new run" for task_id in self.only_new]
+        closing = gate.closing_line(
+            verdicts, self.alpha, self.mode, power, len(self.problems), planned=self.planned
+        )
+        return [*lines, closing]
+
+    def status(self, power: str = "warn") -> int:
+        """The exit status: EXIT_REGRESSION when the gate fails (a regression, or, with
+        ``power="fail"``, a task whose test cannot detect any drop at these episode counts);
+        EXIT_UNJUDGEABLE where a task could not be compared; 0 otherwise."""
+        verdicts = self.verdicts.values()
+        if any(v.regression for v in verdicts):
+            return EXIT_REGRESSION
+        if self.problems:
+            return EXIT_UNJUDGEABLE
+        return EXIT_REGRESSION if any(gate.fails(v, power) for v in verdicts) else 0
+
+
 def compare_runs(
     old: dict[str, Any], new: dict[str, Any], alpha: float, mode: str, power: str = "warn"
 ) -> tuple[list[str], int]:
-    """The gate's lines (``metrics.gate``, as the pytest gate prints them) and the exit status:
-    EXIT_REGRESSION when the gate fails (a regression, or, with ``power="fail"``, a task whose
-    test cannot detect any drop at these episode counts); EXIT_UNJUDGEABLE where a task could
-    not be compared; 0 otherwise."""
+    """The gate's lines (``metrics.gate``, as the pytest gate prints them) and the exit status
+    (``Judgement.status``)."""
+    judgement = judge_runs(old, new, alpha, mode)
+    return judgement.lines(power), judgement.status(power)
+
+
+def judge_runs(old: dict[str, Any], new: dict[str, Any], alpha: float, mode: str) -> Judgement:
+    """Two runs judged as the pytest gate judges a session: settings that bear on outcomes
+    refused (``Unjudgeable``), each task paired (``gate.pair``: moved initial states under
+    another environment judged unpaired), tested, and the family's verdicts; a sequential run
+    as its stopping rule did."""
     noted: list[str] = []
     name = task_name(old, new)
     before = {name(r): r for r in load_results(old)}
     after = {name(r): r for r in load_results(new)}
     if eval_info.SOURCE not in (old["run"].get("source"), new["run"].get("source")):
-        # lerobot-eval's files record no settings: nothing to hold against them.
-        shared = [after[t].task for t in set(before) & set(after)]
-        old_run, new_run = comparability.effective(old["run"], new["run"], shared)
-        try:
-            changes = gate.check_comparable(
-                old_run, new_run, RUN_NAMES, "run the new one with the old one's settings",
-            )  # fmt: skip
-        except gate.Incomparable as exc:
-            raise Unjudgeable(str(exc)) from None
-        noted = [f"note: the runs differ in {change}" for change in changes]
-        moved = gate.environment_changes(
-            old["run"].get("fingerprint") or {}, new["run"].get("fingerprint") or {}
-        )
-        if moved:
-            noted.append(f"note: the runs ran in another environment ({', '.join(moved)})")
+        noted = _settings_notes(old, new, [after[t].task for t in set(before) & set(after)])
     common = sorted(set(before) & set(after))
     if not common:
         raise Unjudgeable(
@@ -238,23 +275,35 @@ def compare_runs(
         if why is not None:
             problems[t] = why
     judged = [t for t in common if t not in problems]
+    order = sequential_order(new)
     try:
         pairs = {t: (before[t].episodes, after[t].episodes) for t in judged}
-        order = sequential_order(new)
-        verdicts = list(gate.judge(pairs, alpha, mode, order, pairings).values())
+        verdicts = gate.judge(pairs, alpha, mode, order, pairings)
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    lines = [*noted, *gate.verdict_lines(verdicts)]
-    lines += [f"  {'unjudged':<10} {t}: cannot compare: {why}" for t, why in problems.items()]
-    lines += [f"{task_id}: only in the old run" for task_id in sorted(set(before) - set(after))]
-    lines += [f"{task_id}: only in the new run" for task_id in sorted(set(after) - set(before))]
-    planned = len(sequential_order(new))
-    lines.append(gate.closing_line(verdicts, alpha, mode, power, len(problems), planned=planned))
-    if any(v.regression for v in verdicts):
-        return lines, EXIT_REGRESSION
-    if problems:
-        return lines, EXIT_UNJUDGEABLE
-    return lines, EXIT_REGRESSION if any(gate.fails(v, power) for v in verdicts) else 0
+    return Judgement(
+        verdicts, problems, noted, sorted(set(before) - set(after)),
+        sorted(set(after) - set(before)), alpha, mode, len(order),
+    )  # fmt: skip
+
+
+def _settings_notes(old: dict[str, Any], new: dict[str, Any], shared: list[Any]) -> list[str]:
+    """The runs' settings held against each other (``Unjudgeable`` where one bears on
+    outcomes); a note for each other difference and for another environment."""
+    old_run, new_run = comparability.effective(old["run"], new["run"], shared)
+    try:
+        changes = gate.check_comparable(
+            old_run, new_run, RUN_NAMES, "run the new one with the old one's settings",
+        )  # fmt: skip
+    except gate.Incomparable as exc:
+        raise Unjudgeable(str(exc)) from None
+    noted = [f"note: the runs differ in {change}" for change in changes]
+    moved = gate.environment_changes(
+        old["run"].get("fingerprint") or {}, new["run"].get("fingerprint") or {}
+    )
+    if moved:
+        noted.append(f"note: the runs ran in another environment ({', '.join(moved)})")
+    return noted
 
 
 def sequential_order(document: dict[str, Any]) -> tuple[int, ...]:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from pytest_benchmarks.core.files import write_atomic
 from pytest_benchmarks.core.results import TaskResult, rate_text, wilson_interval
-from pytest_benchmarks.metrics.gate import Comparison, compare_results
+from pytest_benchmarks.metrics.gate import Comparison
+from pytest_benchmarks.metrics.runs import Judgement
 
 
 def _cell(result: TaskResult | None) -> str:
@@ -23,14 +24,17 @@ def _cell(result: TaskResult | None) -> str:
 def markdown(
     results: list[TaskResult],
     baseline: list[TaskResult] | None = None,
-    alpha: float = 0.05,
+    judgement: Judgement | Exception | None = None,
     interrupted: str | None = None,
 ) -> str:
-    """A Markdown table, one row per task, then the overall rate; ``interrupted`` says how the
-    run was cut short, when it was (its document is ``partial``)."""
+    """A Markdown table, one row per task, then the overall rate; with a ``baseline``, its
+    rates and ``judgement``'s verdict per task (``runs.judge_runs``, the gate ``compare`` runs;
+    an exception where the runs cannot be judged, said under the table) and the gate's closing
+    line. ``interrupted`` says how the run was cut short, when it was (``partial``)."""
     ordered = sorted(results, key=lambda r: r.task.id)
     before = {r.task.id: r for r in baseline or []}
-    judged = compare_results(ordered, baseline or [], alpha)
+    judged = judgement.verdicts if isinstance(judgement, Judgement) else {}
+    problems = judgement.problems if isinstance(judgement, Judgement) else {}
     head = ["task", "success (95% interval)", "mean steps", "time"]
     if baseline is not None:
         head[1:1] = ["baseline"]
@@ -45,7 +49,8 @@ def markdown(
         if baseline is not None:
             row[1:1] = [_cell(before.get(r.task.id))]
             verdict = judged.get(r.task.id)
-            row.append("**error**" if r.error else _verdict(verdict))
+            problem = problems.get(r.task.id)
+            row.append("**error**" if r.error else _verdict(verdict, problem, r.task.id in before))
         lines.append("| " + " | ".join(row) + " |")
     successes = sum(r.successes for r in ordered)
     n = sum(r.n_episodes for r in ordered)
@@ -57,21 +62,19 @@ def markdown(
         unfinished = [f"`{r.task.id}`" for r in ordered if r.partial]
         what = f" unfinished: {', '.join(unfinished)}" if unfinished else ""
         lines.append(f"**Interrupted:** {interrupted};{what or ' every task listed finished'}.")
-    if baseline is not None and not judged:
-        lines.append("**Gate:** the baseline shares no task with this run; nothing was compared.")
-    elif baseline is not None:
-        failed = [t for t, v in judged.items() if v.regression]
-        errored = [r.task.id for r in ordered if r.error]
-        outcome = f"regression in {', '.join(failed)}." if failed else "no regression."
-        if errored:
-            outcome += f" Errors (not judged) in {', '.join(errored)}."
-        lines.append(f"**Gate:** {len(judged)} tasks compared at alpha={alpha}: {outcome}")
+    if isinstance(judgement, Judgement):
+        lines += ["", *(f"- {note.removeprefix('note: ')}" for note in judgement.notes)]
+        lines.append(f"**Gate:** {judgement.lines()[-1]}")
+    elif judgement is not None:
+        lines.append(f"\n**Gate:** not judged: {judgement}")
     return "\n".join(lines) + "\n"
 
 
-def _verdict(verdict: Comparison | None) -> str:
+def _verdict(verdict: Comparison | None, problem: str | None, known: bool) -> str:
+    if problem is not None:
+        return f"not compared: {problem}"
     if verdict is None:
-        return "not in baseline"
+        return "not in baseline" if not known else "not judged"
     if verdict.regression:
         return f"**regression** ({verdict.test} p={verdict.p_value:.2g})"
     if verdict.verdict == "improvement":

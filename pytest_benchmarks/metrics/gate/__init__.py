@@ -42,7 +42,6 @@ from pytest_benchmarks.metrics.gate.refusals import (
 )
 from pytest_benchmarks.metrics.gate.verdicts import (
     compare,
-    compare_results,
     compare_sequential,
     fails,
     holm,
@@ -60,7 +59,6 @@ __all__ = [
     "check_comparable",
     "closing_line",
     "compare",
-    "compare_results",
     "compare_sequential",
     "environment_changes",
     "environment_lines",

@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
+from pytest_benchmarks.core.results import EpisodeRecord
 from pytest_benchmarks.core.settings import GATE_MODES
 from pytest_benchmarks.metrics.gate.comparison import Comparison
 from pytest_benchmarks.metrics.gate.family import holm_reject, tarone_mask
@@ -145,18 +145,6 @@ def judge(
         for task, (base, new) in pairs.items()
     ]
     return {c.task: c for c in holm(first, alpha, len(family))}
-
-
-def compare_results(
-    results: Sequence[TaskResult],
-    baseline: Sequence[TaskResult],
-    alpha: float = 0.05,
-    mode: str = "stat",
-) -> dict[str, Comparison]:
-    """Verdicts for the tasks in both runs, by task id (see ``judge``)."""
-    before = {r.task.id: r for r in baseline}
-    common = sorted((r for r in results if r.task.id in before), key=lambda r: r.task.id)
-    return judge({r.task.id: (before[r.task.id].episodes, r.episodes) for r in common}, alpha, mode)
 
 
 def judge_families(
