@@ -7,7 +7,8 @@ step per episode: the reset does not depend on the step limit, and no policy run
 episode's initial-state digest is held against the snapshot's. A task whose states moved where
 the environment's fingerprint differs from the snapshot's (``mujoco 3.3.0 → 3.4.0``) will be
 judged unpaired by the gate; one whose states moved under the same fingerprint will be refused
-(nothing the user changed explains it).
+(nothing the user changed explains it). How far the states moved is read from the episodes'
+sketches (``core.initial_state.distance``) where the snapshot keeps them.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core import catalog, initial_state
 from pytest_benchmarks.core.errors import installed
+from pytest_benchmarks.core.results import EpisodeRecord
 from pytest_benchmarks.core.tasks import SelectionError
+from pytest_benchmarks.core.values import OptionError
 from pytest_benchmarks.metrics import run_info
 from pytest_benchmarks.metrics.gate import environment_changes
 from pytest_benchmarks.metrics.snapshots import SnapshotFormatError, read
@@ -29,8 +32,15 @@ from pytest_benchmarks.metrics.snapshots import SnapshotFormatError, read
 #: Snapshot settings passed on to the run that reads the initial states.
 PASSED = ("obs", "image_size", "settle_steps", "env_args", "camera_map", "render")
 
+#: Below this the sketches cannot tell a distance from their rounding (1e-6 per projection).
+RESOLUTION = 1e-6
+
+
 #: An episode's key: task id, index, seed, initial state.
 Key = tuple[str, int, int, int]
+
+#: Snapshots of one benchmark and one set of run settings: (path, document) each.
+Group = list[tuple[Path, dict[str, Any]]]
 
 
 class DriftError(ValueError):
@@ -50,13 +60,33 @@ class TaskDrift:
     unproven: int
     #: What differs between the snapshot's fingerprint and this environment's.
     environment: tuple[str, ...]
+    #: How far each moved state moved, where both sketches were there to say it (sorted), and
+    #: the moved states whose size changed (another model: no distance).
+    distances: tuple[float, ...] = ()
+    resized: int = 0
+
+    def how_far(self) -> str:
+        """``; by 0.012 (median), 0.034 at most``: how far, as the sketches say (distances in
+        the state's own units: metres, radians and their velocities mixed)."""
+        parts = []
+        if self.distances:
+            median = _amount(self.distances[len(self.distances) // 2])
+            many = len(self.distances) > 1 and self.distances[-1] >= RESOLUTION
+            most = f", {_amount(self.distances[-1])} at most" if many else ""
+            parts.append(f"by {median}" + (f" (median){most}" if most else ""))
+        if self.resized:
+            parts.append(f"{self.resized} to a state of another size")
+        unknown = self.moved - len(self.distances) - self.resized
+        if unknown:
+            parts.append(f"{unknown} by an amount the snapshot cannot say (no sketch)")
+        return "".join(f"; {part}" for part in parts)
 
     def line(self) -> str:
         """``metaworld/push-v3: 50 of 50 initial states moved (from episode 0); mujoco 3.3.0 →
         3.4.0: judged unpaired``."""
         text = f"{self.task}: {self.moved} of {self.episodes} initial states moved"
         if self.moved:
-            text += f" (from episode {self.first})"
+            text += f" (from episode {self.first}{self.how_far()})"
             why = ", ".join(self.environment)
             text += f"; {why}: the gate judges it unpaired" if why else (
                 "; the environment is the snapshot's: the gate refuses it (a harness bug?)"
@@ -78,27 +108,36 @@ def run_settings(doc: Mapping[str, Any]) -> dict[str, Any]:
     return run
 
 
-def initial_digests(
+def initial_states(
     env: str, tasks: Iterable[str], run: Mapping[str, Any], batch_size: int | None = None
-) -> dict[Key, str | None]:
-    """Each episode's digest, reset under the installed environment (one step, no policy).
-    ``DriftError`` where the benchmark's environment cannot be built, naming the packages it
-    ran with."""
+) -> dict[Key, EpisodeRecord]:
+    """Each episode reset under the installed environment (one step, no policy): its record
+    holds the initial state's digest and sketch. ``DriftError`` where the benchmark's
+    environment cannot be built, naming the packages it ran with."""
     from pytest_benchmarks.api import evaluate
 
     names = sorted(tasks)
-    benchmark = catalog.get(env)
-    result = evaluate(env, "noop", tasks=names, max_steps=1, batch_size=batch_size, **run)
+    try:
+        benchmark = catalog.get(env)
+    except SelectionError as exc:
+        raise DriftError(_first(str(exc))) from None
+    try:
+        result = evaluate(env, "noop", tasks=names, max_steps=1, batch_size=batch_size, **run)
+    except OptionError as exc:
+        raise DriftError(str(exc)) from None
     for row in result.results:
         if row.error:
             raise DriftError(
                 f"{row.task.id}: {_first(row.error)} ({installed(benchmark.packages)})"
             )
     return {
-        (r.task.id, e.index, e.seed, e.init_state): e.initial_digest
-        for r in result.results
-        for e in r.episodes
+        (r.task.id, e.index, e.seed, e.init_state): e for r in result.results for e in r.episodes
     }
+
+
+def key(doc: Mapping[str, Any], episode: Mapping[str, Any]) -> Key:
+    """A snapshot episode's key."""
+    return (doc["id"], episode["index"], episode["seed"], episode["init_state"])
 
 
 def fingerprint(env: str, settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -107,13 +146,13 @@ def fingerprint(env: str, settings: Mapping[str, Any]) -> dict[str, Any]:
     return run_info.benchmark_fingerprint(env, obs != "state")
 
 
-def load(root: Path, envs: Collection[str] = ()) -> dict[tuple[str, str], list[dict[str, Any]]]:
+def load(root: Path, envs: Collection[str] = ()) -> dict[tuple[str, str], Group]:
     """The snapshots under ``root`` (of ``envs``, every benchmark where empty), grouped by
     (benchmark, run settings as JSON); one ``DriftError`` line for a file that is no
     snapshot."""
     if not root.is_dir():
         raise DriftError(f"{root}: not a directory of snapshots")
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str], Group] = defaultdict(list)
     for path in sorted(root.rglob("*.json")):
         try:
             text = path.read_text()
@@ -125,7 +164,7 @@ def load(root: Path, envs: Collection[str] = ()) -> dict[tuple[str, str], list[d
             continue
         if "env" not in doc:
             raise DriftError(f"{path}: not a snapshot (no 'env': which benchmark it is of)")
-        groups[(doc["env"], json.dumps(run_settings(doc), sort_keys=True))].append(doc)
+        groups[(doc["env"], json.dumps(run_settings(doc), sort_keys=True))].append((path, doc))
     if not groups:
         which = f" of {', '.join(sorted(envs))}" if envs else ""
         raise DriftError(f"{root}: no snapshot{which} with episodes there")
@@ -135,34 +174,39 @@ def load(root: Path, envs: Collection[str] = ()) -> dict[tuple[str, str], list[d
 def drift(root: Path, envs: Collection[str] = (), batch_size: int | None = None) -> list[TaskDrift]:
     """Every snapshot under ``root`` against the installed environment."""
     found: list[TaskDrift] = []
-    for (env, run_json), docs in load(root, envs).items():
-        try:
-            catalog.get(env)
-        except SelectionError as exc:
-            raise DriftError(_first(str(exc))) from None
-        run = json.loads(run_json)
-        tasks = {doc["id"].removeprefix(f"{env}/") for doc in docs}
-        digests = initial_digests(env, tasks, run, batch_size)
-        for doc in docs:
-            found.append(_task_drift(doc, digests, fingerprint(env, doc.get("settings") or {})))
+    for (env, run_json), group in load(root, envs).items():
+        tasks = {doc["id"].removeprefix(f"{env}/") for _, doc in group}
+        states = initial_states(env, tasks, json.loads(run_json), batch_size)
+        for _, doc in group:
+            found.append(_task_drift(doc, states, fingerprint(env, doc.get("settings") or {})))
     return sorted(found, key=lambda d: d.task)
 
 
 def _task_drift(
-    doc: Mapping[str, Any], digests: Mapping[Key, str | None], now: Mapping[str, Any]
+    doc: Mapping[str, Any], states: Mapping[Key, EpisodeRecord], now: Mapping[str, Any]
 ) -> TaskDrift:
-    moved = unproven = 0
+    moved = unproven = resized = 0
     first = None
+    distances: list[float] = []
     for e in sorted(doc["episodes"], key=lambda e: e["index"]):
         stored = e.get("initial_digest")
-        mine = digests.get((doc["id"], e["index"], e["seed"], e["init_state"]))
-        if not stored or not mine:
+        mine = states.get(key(doc, e))
+        if not stored or mine is None or not mine.initial_digest:
             unproven += 1
-        elif stored != mine:
+        elif stored != mine.initial_digest:
             moved += 1
             first = e["index"] if first is None else first
+            if e.get("initial_sketch") and mine.initial_sketch:
+                far = initial_state.distance(e["initial_sketch"], mine.initial_sketch)
+                if far is None:
+                    resized += 1
+                else:
+                    distances.append(far)
     environment = tuple(environment_changes(doc.get("fingerprint") or {}, now))
-    return TaskDrift(doc["id"], len(doc["episodes"]), moved, first, unproven, environment)
+    return TaskDrift(
+        doc["id"], len(doc["episodes"]), moved, first, unproven, environment,
+        tuple(sorted(distances)), resized,
+    )  # fmt: skip
 
 
 def summary(drifts: list[TaskDrift]) -> str:
@@ -179,6 +223,12 @@ def summary(drifts: list[TaskDrift]) -> str:
     if refused:
         text += f"; {len(refused)} moved under the snapshot's own environment: the gate refuses"
     return text
+
+
+def _amount(distance: float) -> str:
+    """``0.013``; ``under 1e-06`` where the sketches cannot tell it from nothing (the digest
+    rounds each value to 1e-6, so a value on the rounding's edge moves it for less)."""
+    return f"under {RESOLUTION:.0e}" if distance < RESOLUTION else f"{distance:.2g}"
 
 
 def _first(text: str) -> str:

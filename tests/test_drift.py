@@ -48,21 +48,32 @@ def test_drift_holds_each_episodes_initial_state_against_its_snapshot(snapshots:
     assert status == 0, out
     assert "  metaworld/door-open-v3: 0 of 4 initial states moved" in out
     assert out.rstrip().endswith("drift: 0 of 2 tasks' initial states moved (0 of 8 episodes)")
+
     # A state that moved under the snapshot's own environment: a refusal to come (exit 1).
-    edit(snapshots / "door-open-v3.json",
-         lambda d: d["episodes"][2].update(initial_digest="0" * 12))  # fmt: skip
+    # By how much: the stored sketch is 0.05 away in every direction.
+    def moved(doc: dict) -> None:  # type: ignore[type-arg]
+        episode = doc["episodes"][2]
+        sketch = episode["initial_sketch"]
+        episode.update(
+            initial_digest="0" * 12, initial_sketch=sketch[:1] + [x + 0.05 for x in sketch[1:]]
+        )
+
+    edit(snapshots / "door-open-v3.json", moved)
     status, out, _ = drift(snapshots)
     assert status == 1
     assert (
-        "metaworld/door-open-v3: 1 of 4 initial states moved (from episode 2); the environment "
-        "is the snapshot's: the gate refuses it" in out
+        "metaworld/door-open-v3: 1 of 4 initial states moved (from episode 2; by 0.05); the "
+        "environment is the snapshot's: the gate refuses it" in out
     )
+    edit(snapshots / "door-open-v3.json", lambda d: d["episodes"][2].pop("initial_sketch"))
+    status, out, _ = drift(snapshots)
+    assert "(from episode 2; 1 by an amount the snapshot cannot say (no sketch))" in out
     # The snapshot says it ran under another MuJoCo: explained, judged unpaired (exit 0).
     edit(snapshots / "door-open-v3.json",
          lambda d: d["fingerprint"]["packages"].update(mujoco="3.1.0"))  # fmt: skip
     status, out, _ = drift(snapshots, "--env", "metaworld")
     assert status == 0
-    assert "(from episode 2); mujoco 3.1.0 → " in out and "the gate judges it unpaired" in out
+    assert "(no sketch)); mujoco 3.1.0 → " in out and "the gate judges it unpaired" in out
     assert "the environment differs from the snapshots' (mujoco 3.1.0 → " in out
 
 

@@ -17,18 +17,30 @@ observation comes from, and must cover whatever reset randomises:
 
 Values are rounded to 1e-6 before hashing, so a last-bit difference between machines does not
 read as another state while a moved object (millimetres) does.
+
+A digest says whether a state moved, not by how much; the sketch says how much. It is the
+state's values projected on eight fixed random directions (``SKETCH_SEED``): the root mean
+square of two sketches' differences estimates the distance between the two states (the
+Euclidean norm of the difference of their values, metres, radians and their velocities mixed)
+to within about a quarter, whatever the state's size, since a Gaussian direction's projection
+of a vector has the vector's squared norm as its mean square.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-#: The key of a reset's info (``SlotEnv``) that carries the digest.
+#: The keys of a reset's info (``SlotEnv``) that carry the digest and the sketch.
 INFO_KEY = "initial_digest"
+SKETCH_KEY = "initial_sketch"
+
+#: Directions a sketch projects on, and the seed they are drawn with (fixed: sketches made on
+#: any machine, at any time, compare).
+SKETCH_DIRECTIONS, SKETCH_SEED = 8, 20260
 
 #: Hex digits kept: 48 bits, a chance of 1 in 10^14 that two different states read the same.
 DIGEST_CHARS = 12
@@ -52,13 +64,37 @@ def digest(arrays: Iterable[Any]) -> str:
     return h.hexdigest()[:DIGEST_CHARS]
 
 
+def sketch(arrays: Iterable[Any]) -> tuple[float, ...]:
+    """``(size, p1, ..., p8)``: the number of values, then their projections (``distance``)."""
+    values = np.concatenate(
+        [np.asarray(a, dtype=np.float64).ravel() for a in arrays] or [np.zeros(0)]
+    )
+    # Drawn coordinate by coordinate: a state's first n values meet the same directions
+    # whatever its size.
+    directions = np.random.default_rng(SKETCH_SEED).standard_normal(
+        (values.size, SKETCH_DIRECTIONS)
+    )
+    projected = np.round(values @ directions, DECIMALS) + 0.0
+    return (float(values.size), *(float(x) for x in projected))
+
+
+def distance(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """The estimated distance between the states of two sketches; None where the states are of
+    different sizes (another model: no distance between them means anything)."""
+    if len(a) != len(b) or len(a) < 2 or a[0] != b[0]:
+        return None
+    diff = np.asarray(a[1:], dtype=np.float64) - np.asarray(b[1:], dtype=np.float64)
+    return float(np.sqrt(np.mean(diff**2)))
+
+
 def state_arrays(env: Any, depth: int = 5) -> list[Any] | None:
     """The arrays that make the env's simulator state, found through its wrappers: an env's own
     ``simulator_state()``, else MuJoCo's data (Meta-World, robosuite/LIBERO, dm_control/ALOHA),
     else PushT's pymunk bodies; None where none is found."""
     own = getattr(env, "simulator_state", None)
     if callable(own):
-        return list(own())
+        found = own()
+        return None if found is None else list(found)
     data = _mujoco_data(env)
     if data is not None:
         return [getattr(data, name) for name in MUJOCO_FIELDS if hasattr(data, name)]
@@ -79,6 +115,21 @@ def state_arrays(env: Any, depth: int = 5) -> list[Any] | None:
     return None
 
 
+def find(env: Any, name: str, depth: int = 5) -> Any:
+    """The attribute ``name`` of the env or of a layer it wraps (``INNER``); None where none
+    has it."""
+    found = getattr(env, name, None)
+    if found is not None or depth == 0:
+        return found
+    for inner_name in INNER:
+        inner = getattr(env, inner_name, None)
+        if inner is not None and inner is not env:
+            found = find(inner, name, depth - 1)
+            if found is not None:
+                return found
+    return None
+
+
 def _mujoco_data(env: Any) -> Any:
     """The object holding qpos and qvel: ``env.data`` (MuJoCo's MjData, robosuite's wrapper of
     it) or dm_control's ``env.physics.data``."""
@@ -89,8 +140,11 @@ def _mujoco_data(env: Any) -> Any:
     return None
 
 
-def of(env: Any) -> str | None:
-    """The digest of the env's state now (call it right after reset), or None where no
-    simulator state can be found."""
+def of(env: Any) -> dict[str, Any]:
+    """The digest and sketch of the env's state now (call it right after reset), as a reset's
+    info carries them (``INFO_KEY``, ``SKETCH_KEY``); empty where no simulator state can be
+    found."""
     arrays = state_arrays(env)
-    return None if arrays is None else digest(arrays)
+    if arrays is None:
+        return {}
+    return {INFO_KEY: digest(arrays), SKETCH_KEY: sketch(arrays)}

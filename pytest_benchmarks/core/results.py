@@ -35,6 +35,14 @@ class EpisodeRecord:
     #: The digest of the simulator's state after reset (``core.initial_state``): equal digests
     #: prove two runs' episodes paired; None where the env's state cannot be read.
     initial_digest: str | None = None
+    #: The same state's sketch (``core.initial_state.sketch``: its size, then eight
+    #: projections): how far a moved state moved. Not part of the outcome.
+    initial_sketch: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.initial_sketch is not None and not isinstance(self.initial_sketch, tuple):
+            # JSON gives a list back (the metrics file, a report's payload, the journal).
+            object.__setattr__(self, "initial_sketch", tuple(self.initial_sketch))
 
     def checksum(self) -> str:
         """A digest of the outcome (the metrics JSON's ``sum``): an edited or damaged record no

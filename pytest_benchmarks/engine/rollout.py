@@ -116,7 +116,10 @@ def run_episodes(
             policy.reset(begun, [specs[slot][0] for slot in begun])  # type: ignore[index]
             if recorder is not None:
                 recorder.begin(begun)
-        slots.begin(begun, time.perf_counter(), info.get(initial_state.INFO_KEY))
+        slots.begin(
+            begun, time.perf_counter(), info.get(initial_state.INFO_KEY),
+            info.get(initial_state.SKETCH_KEY),
+        )  # fmt: skip
         return obs
 
     obs = start(range(n))

@@ -26,6 +26,7 @@ class Tallies:
         self.succeeded = [False] * n
         self.started = [0.0] * n
         self.initial: list[str | None] = [None] * n
+        self.sketch: list[tuple[float, ...] | None] = [None] * n
 
     def assign(self, slot: int, spec: EpisodeSpec | None) -> None:
         """The slot's next episode, or None: it is parked."""
@@ -33,15 +34,21 @@ class Tallies:
         self.active[slot] = spec is not None
 
     def begin(
-        self, slots: Sequence[int], now: float, digests: Sequence[str | None] | None = None
+        self,
+        slots: Sequence[int],
+        now: float,
+        digests: Sequence[str | None] | None = None,
+        sketches: Sequence[Sequence[float] | None] | None = None,
     ) -> None:
         """Fresh tallies for the episodes that began in ``slots`` at ``now``, from the initial
-        states of these digests (per slot of the env, ``core.initial_state``)."""
+        states of these digests and sketches (per slot of the env, ``core.initial_state``)."""
         for slot in slots:
             self.sum_reward[slot], self.max_reward[slot] = 0.0, -math.inf
             self.steps[slot], self.succeeded[slot] = 0, False
             self.started[slot] = now
             self.initial[slot] = None if digests is None else digests[slot]
+            sketch = None if sketches is None else sketches[slot]
+            self.sketch[slot] = None if sketch is None else tuple(float(x) for x in sketch)
 
     def add(self, rewards: list[float], wins: list[bool]) -> None:
         """One step of every slot. Parked slots report reward 0, no success and no end; their
@@ -75,6 +82,7 @@ class Tallies:
             max_reward=float(self.max_reward[slot]),
             duration_s=now - self.started[slot],
             initial_digest=self.initial[slot],
+            initial_sketch=self.sketch[slot],
         )
 
     def where(self, steps_ahead: int = 0) -> str:

@@ -99,8 +99,7 @@ class SlotEnv(gym.Env[Any, Any]):
         self._last_obs = obs
         if self._video is not None:
             self._video.start(index, self._env)
-        digest = initial_state.of(self._env)
-        return obs, {} if digest is None else {initial_state.INFO_KEY: digest}
+        return obs, initial_state.of(self._env)
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         if self._ended or self._env is None:

@@ -75,6 +75,7 @@ def document(
                 "success": e.success,
                 "steps": e.steps,
                 **({"initial_digest": e.initial_digest} if e.initial_digest else {}),
+                **({"initial_sketch": list(e.initial_sketch)} if e.initial_sketch else {}),
             }
             for e in result.episodes
         ],
@@ -123,6 +124,12 @@ SNAPSHOT_SCHEMA: dict[str, Any] = {
                     "success": {"type": "boolean"},
                     "steps": {"type": "integer", "minimum": 0},
                     "initial_digest": {"type": "string", "pattern": "^[0-9a-f]+$"},
+                    "initial_sketch": {
+                        "type": "array",
+                        "items": {"type": "number"},
+                        "minItems": 2,
+                        "maxItems": 64,
+                    },
                 },
             },
         },
@@ -153,6 +160,7 @@ def read(text: str) -> Snapshot:
             max_reward=0.0,
             duration_s=0.0,
             initial_digest=e.get("initial_digest"),
+            initial_sketch=e.get("initial_sketch"),
         )
         for e in doc["episodes"]
     ]

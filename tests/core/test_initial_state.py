@@ -69,9 +69,15 @@ def test_each_simulators_reset_state_has_a_digest_that_follows_it(
             assert arrays is not None
             qpos = arrays[0]
             qpos[-1] += 1e-9
-            assert initial_state.of(slot._env) == first
+            assert initial_state.of(slot._env)[initial_state.INFO_KEY] == first
             qpos[-1] += 1e-3
-            assert initial_state.of(slot._env) != first
+            moved = initial_state.of(slot._env)
+            assert moved[initial_state.INFO_KEY] != first
+            # The sketch says by how much: 1e-3 (within the estimate's spread).
+            qpos[-1] -= 1e-3
+            far = initial_state.distance(moved[initial_state.SKETCH_KEY],
+                                         initial_state.of(slot._env)[initial_state.SKETCH_KEY])  # fmt: skip
+            assert far is not None and 2e-4 < far < 5e-3, far
     finally:
         slot.close()
 
@@ -103,15 +109,20 @@ def test_each_metaworld_episode_starts_from_its_own_digest(task: str):
         slot.close()
 
 
-def test_a_goal_placed_through_the_model_moves_the_digest():
+@pytest.mark.parametrize("env", ["metaworld", "lerobot:metaworld"])
+def test_a_goal_placed_through_the_model_moves_the_digest(env: str):
     """door-open-v3 places its door and goal by the model's body and site positions: MuJoCo's
-    state reads the same for two goal variations, the digest does not."""
-    slot, plan = _slot("metaworld", "door-open-v3")
+    state reads the same for two goal variations, the digest does not, natively and through
+    LeRobot's MetaworldEnv (which the digest reads through the harness's LeRobot wrapper)."""
+    slot, plan = _slot(env, "door-open-v3")
     try:
         digests, mujoco = [], []
         for spec in plan[:2]:
             digests.append(_reset(slot, spec))
-            mujoco.append(initial_state.digest(initial_state.state_arrays(slot._env._env) or []))
+            data = initial_state.find(slot._env, "data")
+            mujoco.append(
+                initial_state.digest(getattr(data, f) for f in initial_state.MUJOCO_FIELDS)
+            )
         assert mujoco[0] == mujoco[1] and digests[0] != digests[1]
     finally:
         slot.close()
@@ -125,5 +136,28 @@ def test_an_env_may_say_its_own_state():
     class Wrapper:
         env = Own()
 
-    assert initial_state.of(Wrapper()) == initial_state.digest([[1.5]])
-    assert initial_state.of(object()) is None
+    assert initial_state.of(Wrapper())[initial_state.INFO_KEY] == initial_state.digest([[1.5]])
+    assert initial_state.of(object()) == {}
+
+
+def test_a_sketch_says_how_far_a_state_moved():
+    """Two sketches' distance estimates the distance between the states (within about a
+    quarter, here over 200 random moves of each size); states of two sizes have none."""
+    rng = np.random.default_rng(0)
+    state = rng.normal(size=60)
+    for size in (1e-5, 1e-2, 0.5):
+        ratios = []
+        for _ in range(200):
+            move = rng.normal(size=60)
+            move *= size / np.linalg.norm(move)
+            far = initial_state.distance(initial_state.sketch([state]),
+                                         initial_state.sketch([state + move]))  # fmt: skip
+            assert far is not None
+            ratios.append(far / size)
+        assert 0.85 < float(np.median(ratios)) < 1.15, (size, np.median(ratios))
+        assert np.mean(np.abs(np.array(ratios) - 1) < 0.5) > 0.9
+    assert (
+        initial_state.distance(initial_state.sketch([state]), initial_state.sketch([state[:59]]))
+        is None
+    )
+    assert initial_state.sketch([state])[0] == 60

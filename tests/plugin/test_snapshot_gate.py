@@ -180,9 +180,9 @@ def test_episodes_that_started_elsewhere_are_refused_naming_the_first(
 
 
 def test_snapshots_stored_without_digests_get_them_and_nothing_else(gated: pytest.Pytester):
-    """``scripts/snapshot_digests.py`` adds each episode's digest to a snapshot stored before
-    digests were kept, from one reset per episode: the digests a full run stores, and not a
-    byte else of the file changed."""
+    """``scripts/snapshot_digests.py`` adds each episode's digest and sketch to a snapshot
+    stored before they were kept, from one reset per episode: those a full run stores, and not
+    a byte else of the file changed."""
     import runpy
 
     import toybench  # noqa: F401  (registers "toy" in this process)
@@ -192,7 +192,7 @@ def test_snapshots_stored_without_digests_get_them_and_nothing_else(gated: pytes
     for path, text in stored.items():
         doc = json.loads(text)
         for episode in doc["episodes"]:
-            del episode["initial_digest"]
+            del episode["initial_digest"], episode["initial_sketch"]
         path.write_text(dumps(doc))
     script = runpy.run_path(str(ROOT / "scripts" / "snapshot_digests.py"))
     assert script["main"]([str(gated.path / "__benchmark_snapshots__")]) == 0

@@ -7,7 +7,10 @@ LIBERO and RoboCasa envs build their simulator lazily, on first use); the env is
 only env, wrapped so that it speaks this harness's protocol: ``reset`` passes LeRobot's "a new
 rollout" option (``NEW_ROLLOUT_OPTION``) and drops the harness's own (after pointing LeRobot's
 LIBERO env at episode *i*'s init state, as ``lerobot-eval`` does), and every step's info
-carries ``success`` from LeRobot's ``is_success`` (or gym-hil's ``succeed``).
+carries ``success`` from LeRobot's ``is_success`` (or gym-hil's ``succeed``). Its
+``simulator_state`` adds Meta-World's placement (the random vector its reset drew) to the
+simulator's state, which the initial-state digest would otherwise miss where a task places
+objects and goals through the model.
 """
 
 from __future__ import annotations
@@ -20,7 +23,11 @@ from typing import Any
 
 import gymnasium as gym
 
+from pytest_benchmarks.core import initial_state
 from pytest_benchmarks.core.errors import one_line
+
+#: Where Meta-World keeps the object and goal positions its last reset drew.
+PLACEMENT = "_last_rand_vec"
 
 #: gym-hil's success key, which its descendants (lerobot-env-so101) report instead of LeRobot's
 #: ``is_success``: read where ``is_success`` is absent (lerobot-eval reads none, and scores 0).
@@ -153,6 +160,17 @@ class HarnessProtocol(gym.Wrapper[Any, Any, Any, Any]):
             # starts at j and steps by n): the same here, whatever the batch size.
             setattr(self.env.unwrapped, INIT_STATE_ID, index)
         return self.env.reset(seed=seed, options={NEW_ROLLOUT_OPTION: True})
+
+    def simulator_state(self) -> list[Any] | None:
+        """What the initial-state digest reads (``core.initial_state``): the simulator's state
+        found through LeRobot's env, and Meta-World's placement where there is one (many of
+        its tasks place objects and goals through the model, which MuJoCo's state does not
+        hold); None where no state is found."""
+        arrays = initial_state.state_arrays(self.env)
+        if arrays is None:
+            return None
+        placement = initial_state.find(self.env, PLACEMENT)
+        return [*arrays, placement] if placement is not None else arrays
 
     def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
