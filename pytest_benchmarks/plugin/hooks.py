@@ -16,7 +16,7 @@ from pytest_benchmarks.core.files import check_writable
 from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.engine.output_lock import OutputBusy, OutputLock
 from pytest_benchmarks.metrics.snapshots import DIRNAME
-from pytest_benchmarks.plugin import assertion, events, options, signals, untimed
+from pytest_benchmarks.plugin import assertion, events, options, signals, timing_options, untimed
 from pytest_benchmarks.plugin.controller import Controller
 from pytest_benchmarks.plugin.leftovers import Leftovers
 from pytest_benchmarks.plugin.nodeids import task_of_nodeid
@@ -68,6 +68,12 @@ def pytest_configure(config: pytest.Config) -> None:
         leftovers = config.stash[LEFTOVERS] = Leftovers()
         leftovers.register_exit()
     config.stash[RESTORE_WARNINGS] = untimed.silence(config)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-benchmark's session has loaded its saved runs
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not get_state(session.config).is_worker:
+        timing_options.check(session.config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -119,6 +119,35 @@ def test_benchmark_skip_runs_the_robot_tests_and_xdist_runs_every_speed_test_onc
     assert [row["id"] for row in document["results"]] == ["toy/walk"]
 
 
+def test_pytest_benchmarks_files_are_checked_before_any_test_runs(speed_project: pytest.Pytester):
+    """pytest-benchmark would write --benchmark-json, and find nothing to compare against,
+    only after every test ran (a traceback, a usage error): both are one line at the start,
+    and no test runs."""
+    args = ["-p", "no:cacheprovider", "-p", "no:xdist", "--benchmark-only",
+            "--benchmark-task=walk", "--benchmark-policy=module:paced:make"]  # fmt: skip
+    folder = speed_project.path / "missing"
+    done = speed_project.runpytest(*args, f"--benchmark-json={folder}/out.json")
+    assert done.ret == pytest.ExitCode.USAGE_ERROR
+    done.stderr.fnmatch_lines([f"ERROR: --benchmark-json: {folder}/out.json: the folder {folder} "
+                               "does not exist; create it or give a path in an existing folder"])  # fmt: skip
+    assert "passed" not in done.stdout.str()
+    store = speed_project.path / "store" / "machine"
+    store.mkdir(parents=True)
+    (store / "0001_cut.json").write_text('{"machine_info": {')  # a run cut short while saved
+    gate = [*args, "--benchmark-storage=file://store", "--benchmark-compare",
+            "--benchmark-compare-fail=median:200%"]  # fmt: skip
+    done = speed_project.runpytest(*gate, "--benchmark-compare=machine/0001")
+    assert done.ret == pytest.ExitCode.USAGE_ERROR
+    done.stderr.fnmatch_lines([f"ERROR: --benchmark-compare-fail: the saved run {store}/0001_cut.json "
+                               "cannot be read (Expecting property name*); remove it or compare "
+                               "against another (--benchmark-compare=ID)"])  # fmt: skip
+    (store / "0001_cut.json").unlink()
+    done = speed_project.runpytest(*gate)
+    assert done.ret == pytest.ExitCode.USAGE_ERROR
+    done.stderr.fnmatch_lines(["ERROR: --benchmark-compare-fail: there is no saved run in *store "
+                               "to compare against; save one first (--benchmark-autosave)"])  # fmt: skip
+
+
 def test_a_session_that_fails_before_any_task_leaves_no_earlier_metrics(
     toy_project: pytest.Pytester,
 ):
