@@ -190,7 +190,23 @@ class Checkpoint:
         if fills_cameras and any(is_image(k) and k in seen for k in wanted):
             wanted = {k: v for k, v in wanted.items() if not is_image(k) or k in seen}
         pad = check_features(self.name, env.task.id, wanted, seen, pad_cameras=not fills_cameras)
+        self._fit_actions(env)
         return [(k, wanted[k]) for k in pad]
+
+    def _fit_actions(self, env: EnvConfig) -> None:
+        """The checkpoint's actions against the env's (one line on a mismatch): a policy of
+        another robot would otherwise fail at its first action, in numpy's words."""
+        action = (getattr(self.config, "output_features", None) or {}).get("action")
+        space = env.action_space
+        if action is None or space is None or getattr(space, "shape", None) is None:
+            return
+        theirs, ours = tuple(action.shape), tuple(space.shape)
+        if theirs != ours:
+            raise LeRobotLoadError(
+                f"{self.name}: its actions have {_size(theirs)} (config.json's "
+                f"output_features.action) but {env.task.id} takes {_size(ours)}; a checkpoint "
+                "trained for another robot or benchmark?"
+            )
 
     @property
     def input_features(self) -> dict[str, tuple[int, ...]]:
@@ -227,6 +243,11 @@ class Checkpoint:
                 f"{versions(folder)}"
             ) from None
         return policy, (pre, post)
+
+
+def _size(shape: tuple[int, ...]) -> str:
+    """``6 values``, or ``shape [2, 3]`` for more than one axis."""
+    return f"{shape[0]} values" if len(shape) == 1 else f"shape {list(shape)}"
 
 
 #: The RNG key of draws a merged call makes that are no slot's own.

@@ -265,6 +265,23 @@ def test_a_rename_of_a_feature_the_env_lacks_is_refused_in_one_line(tmp_path: Pa
     )
 
 
+def test_a_checkpoint_of_another_action_size_is_refused_in_one_line(tmp_path: Path):
+    """A policy trained for another robot (6 action values for Meta-World's 4) is said before
+    any episode, not in numpy's words at its first action."""
+    from pytest_benchmarks.core.policy_spec import Loading
+    from pytest_benchmarks.policies.hub import PolicySourceError
+
+    folder = lerobot_models.checkpoint("act", tmp_path / "act", MW_INPUTS, action_dim=6)
+    benchmark, config = reach_pixels()
+    with pytest.raises(PolicySourceError) as refused:
+        make_policy(f"lerobot:{folder}", benchmark, config, 1, Loading("cpu"))
+    assert str(refused.value) == (
+        f"lerobot:{folder.resolve()}: its actions have 6 values (config.json's "
+        "output_features.action) but metaworld/reach-v3 takes 4 values; a checkpoint trained "
+        "for another robot or benchmark?"
+    )
+
+
 def test_load_errors_are_one_line(pytester: pytest.Pytester, tmp_path: Path):
     broken = tmp_path / "broken"
     broken.mkdir()
