@@ -14,6 +14,7 @@ from pytest_benchmarks.core.plan import plan_episodes
 from pytest_benchmarks.core.policy import Policy, checked_identity
 from pytest_benchmarks.core.processors import EnvProcessors
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
+from pytest_benchmarks.engine import streams
 from pytest_benchmarks.engine.deadline import time_limit
 from pytest_benchmarks.engine.recording import EpisodeRecorder
 from pytest_benchmarks.engine.rollout import StepTrace, run_episodes
@@ -73,7 +74,7 @@ def evaluate_task(
 
     started = time.perf_counter()
     try:
-        with time_limit(timeout, task.id, notify):
+        with time_limit(timeout, task.id, notify), streams.kept_open() as closed:
             acting = policy if isinstance(policy, Policy) else policy()
             result.policy = checked_identity(acting)
             if check_policy is not None:
@@ -85,6 +86,9 @@ def evaluate_task(
             started = time.perf_counter()  # eval_s times the episodes, not the policy's load
             run_episodes(vector_env.get(), acting, processors, plan, on_episode, trace, recorder,
                          stop=decided if stop is not None else None)  # fmt: skip
+        if closed and notify is not None:
+            notify(f"{task.id}: the policy closed {' and '.join(closed)}; kept open so that "
+                   "the session can report")  # fmt: skip
     except BaseException as exc:
         # A worker that died shows up as a broken pipe; name the process and its signal instead.
         dead = vector_env.dead_workers() if isinstance(exc, (EOFError, ConnectionError)) else None

@@ -86,6 +86,43 @@ def test_a_dead_xdist_worker_fails_only_its_task(toy_project: pytest.Pytester):
     assert found["toy/killed"]["n_episodes"] == 0 and found["toy/killed"]["planned_episodes"] == 2
 
 
+@pytest.mark.parametrize("workers", [[], ["-n", "1"]])
+def test_a_policy_that_closes_the_standard_streams_leaves_the_session_its_report(
+    toy_project: pytest.Pytester, workers: list[str]
+):
+    """pytest captures into the file behind sys.stdout: a policy that closes it (and stderr)
+    would end the session in pytest's own traceback, its summary and metrics lines lost. The
+    streams stay open, the task's result stands, and the close is said."""
+    toy_project.makeconftest(
+        toy_project.path.joinpath("conftest.py").read_text()
+        + """
+import sys
+import toybench
+
+reset = toybench.Walker.reset
+
+def closing(self, slots, seeds):
+    sys.stdout.close()
+    sys.stderr.close()
+    return reset(self, slots, seeds)
+
+toybench.Walker.reset = closing
+"""
+    )
+    result = run_in_subprocess(toy_project, "--benchmark-task=walk", "--benchmark-episodes=2",
+                               *workers)  # fmt: skip
+    result.assert_outcomes(passed=2)
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(
+        [
+            "*toy/walk: the policy closed sys.stdout and sys.stderr; kept open so that the session "
+            "can report",
+            "metrics: *metrics.json",
+        ]
+    )
+    assert rows(toy_project)["toy/walk"]["successes"] == 2
+
+
 @pytest.mark.parametrize("batch", ["1", "2"])
 def test_envs_and_policies_that_raise_fail_only_their_task(toy_project: pytest.Pytester, batch):
     toy_project.makeconftest(
