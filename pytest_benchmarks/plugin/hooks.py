@@ -16,7 +16,15 @@ from pytest_benchmarks.core.files import check_writable
 from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.engine.output_lock import OutputBusy, OutputLock
 from pytest_benchmarks.metrics.snapshots import DIRNAME
-from pytest_benchmarks.plugin import assertion, events, options, signals, timing_options, untimed
+from pytest_benchmarks.plugin import (
+    assertion,
+    events,
+    options,
+    signals,
+    starting,
+    timing_options,
+    untimed,
+)
 from pytest_benchmarks.plugin.controller import Controller
 from pytest_benchmarks.plugin.leftovers import Leftovers
 from pytest_benchmarks.plugin.nodeids import task_of_nodeid
@@ -33,6 +41,8 @@ MARKER = "benchmark_env"
 RESTORE_SIGNALS = pytest.StashKey[Callable[[], None]]()
 RESTORE_WARNINGS = pytest.StashKey[Callable[[], None]]()
 LEFTOVERS = pytest.StashKey[Leftovers]()
+#: This process's part: ``session`` (no xdist), xdist's ``controller`` or a ``worker``.
+ROLE = pytest.StashKey[str]()
 
 
 class _Excluded:
@@ -63,20 +73,36 @@ def pytest_configure(config: pytest.Config) -> None:
             config.pluginmanager.register(RayDriver.join(config, state), "benchmarks-ray")
     xdist_controller = not state.is_worker and bool(getattr(config.option, "numprocesses", None))
     role = "worker" if state.is_worker else "controller" if xdist_controller else "session"
+    config.stash[ROLE] = role
+    starting.release()  # the session's own handlers from here
     config.stash[RESTORE_SIGNALS] = signals.install(role)
+    if role == "controller":
+        starting.hold()  # its workers start with SIGINT blocked, until their sessions start
     if role != "controller":  # this process runs the tasks, and the policies
         leftovers = config.stash[LEFTOVERS] = Leftovers()
         leftovers.register_exit()
     config.stash[RESTORE_WARNINGS] = untimed.silence(config)
 
 
-@pytest.hookimpl(trylast=True)  # after pytest-benchmark's session has loaded its saved runs
 def pytest_sessionstart(session: pytest.Session) -> None:
-    if not get_state(session.config).is_worker:
+    """pytest-benchmark's file options checked before anything runs (its saved runs were
+    loaded at configure)."""
+    if session.config.stash.get(ROLE, None) != "worker":
         timing_options.check(session.config)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: pytest.Session) -> None:
+    """SIGINT unblocked once the session has started (an xdist controller: its workers
+    started; a worker: its handlers in place): a Ctrl-C that came meanwhile is taken here,
+    where pytest ends a session as interrupted and xdist stops its workers (from inside
+    ``pytest_sessionstart`` neither would)."""
+    if session.config.stash.get(ROLE, None) in ("controller", "worker"):
+        starting.let_go()
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
+    starting.drop()  # a session that ended before collecting: a held Ctrl-C is spent
     state = config.stash.get(STATE, None)
     if state is not None:
         state.run.release()

@@ -204,6 +204,33 @@ def test_ctrl_c_while_the_xdist_workers_start_ends_the_session_cleanly(
     assert leftover_processes(str(toy_project.path)) == []
 
 
+def test_ctrl_c_as_a_worker_interpreter_starts_is_no_traceback(
+    toy_project: pytest.Pytester, sessions: list[subprocess.Popen[str]]
+):
+    """A Ctrl-C to the group the moment xdist has started a worker's interpreter, before it
+    has imported pytest: the workers start with SIGINT blocked (the controller holds it while
+    it starts them), so none ends in a traceback or a "Fatal Python error"; the controller
+    takes it once they are started and the session ends interrupted."""
+    toy_project.makeconftest(
+        toy_project.path.joinpath("conftest.py").read_text()
+        + """
+import os
+import signal
+
+def pytest_xdist_newgateway(gateway):
+    if gateway.id == "gw0":
+        os.killpg(0, signal.SIGINT)
+"""
+    )
+    session = start(toy_project, toy_project.path / "run.json", "make", sessions)
+    out, _ = session.communicate(timeout=120)
+    assert session.returncode == pytest.ExitCode.INTERRUPTED, out
+    for said in ("Traceback", "Fatal Python error", "INTERNALERROR"):
+        assert said not in out, out
+    assert not (toy_project.path / "started-walk.txt").exists(), out
+    assert leftover_processes(str(toy_project.path)) == []
+
+
 def test_a_second_ctrl_c_without_xdist_is_told_the_stop_is_under_way(
     toy_project: pytest.Pytester, sessions: list[subprocess.Popen[str]]
 ):
