@@ -4,6 +4,8 @@ the same one-line errors before anything runs, the same defaults, typed values a
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -123,6 +125,91 @@ def test_bad_arguments_fail_before_any_episode_with_the_options_words(
         evaluate("metaworld", **{"tasks": ["reach-v3"], **arguments})  # type: ignore[arg-type]
     assert str(info.value).startswith(message)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (
+            {"image_size": "100000x100000"},
+            "--benchmark-image-size: 100000x100000 is too large: each side at most 16384 (the "
+            "renderer's largest framebuffer; e.g. 224x224)",
+        ),
+        (
+            {"image_size": (64, 16385)},
+            "--benchmark-image-size: 64x16385 is too large: each side at most 16384 (the "
+            "renderer's largest framebuffer; e.g. 224x224)",
+        ),
+        (
+            {"camera_map": '["agentview_image", "camera1"]'},
+            '--benchmark-camera-map: \'["agentview_image", "camera1"]\' is a JSON list, not '
+            "OLD=NEW pairs; give OLD=NEW[,...] or a JSON object, e.g. agentview_image=camera1 or "
+            '\'{"agentview_image": "camera1"}\'',
+        ),
+        (
+            {"env_arg": "obs_type"},
+            "--benchmark-env-arg: 'obs_type' is not FIELD=VALUE; give FIELD=VALUE[,...] or a JSON "
+            'object, e.g. obs_type=pixels_agent_pos or \'{"render_resolution": "[480,480]"}\'',
+        ),
+        (
+            {"env_arg": '["obs_type=pixels"]'},
+            "--benchmark-env-arg: '[\"obs_type=pixels\"]' is a JSON list, not FIELD=VALUE pairs; "
+            "give FIELD=VALUE[,...] or a JSON object, e.g. obs_type=pixels_agent_pos or "
+            '\'{"render_resolution": "[480,480]"}\'',
+        ),
+        # Pasted from a lerobot-eval command: the field without LeRobot's prefix.
+        (
+            {"env_arg": "--env.obs_type=pixels_agent_pos"},
+            "--benchmark-env-arg: --env.obs_type=pixels_agent_pos is lerobot-eval's "
+            "--env.FIELD=VALUE; give FIELD=VALUE here (obs_type=pixels_agent_pos)",
+        ),
+        (
+            {"env_arg": {"env.episode_length": "100"}},
+            "--benchmark-env-arg: env.episode_length=100 is lerobot-eval's --env.FIELD=VALUE; "
+            "give FIELD=VALUE here (episode_length=100)",
+        ),
+    ],
+)
+def test_a_value_of_the_wrong_form_names_its_option_and_the_form_it_takes(
+    tmp_path: Path, arguments: dict[str, object], message: str
+):
+    with pytest.raises(OptionError) as info:
+        validation.build(root=tmp_path, **arguments)
+    assert str(info.value) == message
+
+
+#: Runs in a process of its own: its address space is limited once Meta-World's tasks are listed
+#: (so that its imports are done), leaving too little for one 16384x16384 image's arrays.
+IMAGES_OVER_MEMORY = """
+import resource
+from pathlib import Path
+from pytest_benchmarks.api import evaluate
+from pytest_benchmarks.core import selection, validation
+
+selection.select(validation.build(root=Path.cwd(), env=["metaworld"], task=["reach-v3"],
+                                  obs="pixels", image_size=16))
+status = Path("/proc/self/status").read_text()
+size = int(status.split("VmSize:")[1].split()[0]) * 1024
+resource.setrlimit(resource.RLIMIT_AS, (size + 512 * 2**20, resource.RLIM_INFINITY))
+try:
+    evaluate("metaworld", tasks=["reach-v3"], obs="pixels", image_size=16384)
+except Exception as exc:
+    print(f"{type(exc).__name__}: {exc}")
+"""
+
+
+def test_images_too_large_for_memory_blame_the_image_size_not_the_benchmark(tmp_path: Path):
+    """A size the renderer takes whose arrays the machine cannot hold: a MemoryError while the
+    benchmark declares its spaces names the image size, not a broken benchmark."""
+    done = subprocess.run(
+        [sys.executable, "-c", IMAGES_OVER_MEMORY],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=True,
+    )  # fmt: skip
+    assert done.stdout.splitlines() == [
+        "OptionError: --benchmark-image-size: 16384x16384 is too large for this machine's memory "
+        "(metaworld's spaces raised MemoryError: Unable to allocate 768. MiB for an array with "
+        "shape (16384, 16384, 3) and data type bool); give a smaller size, e.g. 224x224"
+    ], done.stderr
 
 
 def test_a_benchmark_name_that_is_no_string_is_refused_in_one_line():

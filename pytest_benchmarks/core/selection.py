@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from pytest_benchmarks.core import catalog, rendering
-from pytest_benchmarks.core.settings import Settings, default_obs
+from pytest_benchmarks.core.settings import OPTION_SOURCE, Settings, default_obs
 from pytest_benchmarks.core.tasks import EnvArgsError, SelectionError, TaskRef
 from pytest_benchmarks.core.validation import OptionError
 
@@ -194,5 +194,22 @@ def _declared_problems(options: Settings, tasks: dict[str, list[TaskRef]]) -> di
         except catalog.BenchmarkLoadError as exc:
             if isinstance(exc.__cause__, EnvArgsError):  # the user's fields, not the plugin
                 raise OptionError(f"{exc.__cause__.option}: {exc.__cause__}") from None
+            renders = (options.obs or default_obs(benchmark, options.policy)) != "state"
+            if isinstance(exc.__cause__, MemoryError) and renders:  # the images, not the plugin
+                raise OptionError(_too_large(options, name, exc.__cause__)) from None
             problems[name] = str(exc)
     return problems
+
+
+def _too_large(options: Settings, benchmark: str, exc: MemoryError) -> str:
+    """The image size as the cause of a MemoryError while a benchmark declares its spaces
+    (whose image boxes hold arrays of the image's shape), named with where it came from."""
+    height, width = options.image_size
+    source = (
+        "" if options.image_size_from == OPTION_SOURCE else f" (from {options.image_size_from})"
+    )
+    return (
+        f"--benchmark-image-size: {height}x{width}{source} is too large for this machine's "
+        f"memory ({benchmark}'s spaces raised MemoryError: {exc}); give a smaller size, "
+        "e.g. 224x224"
+    )

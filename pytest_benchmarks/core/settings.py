@@ -161,7 +161,7 @@ class Settings:
         snapshot="always", api="obs",
     ))
     image_size: tuple[int, int] = setting(DEFAULT_IMAGE_SIZE, Option(
-        "camera image size, N or HxW (default 128)",
+        "camera image size, N or HxW, each side at most 16384 (default 128)",
         values.image_size, "N|HxW", compare="refuse", rerun="changed", snapshot="pixels_or_none",
         api="image_size", show=values.size_text,
     ))
@@ -190,7 +190,7 @@ class Settings:
         "lerobot:TYPE benchmarks: set fields of LeRobot's env config as lerobot-eval's "
         "--env.FIELD=VALUE does, e.g. obs_type=pixels_agent_pos,episode_length=100 (JSON for "
         "values with commas)",
-        values.pairs('obs_type=pixels_agent_pos or \'{"render_resolution": "[480,480]"}\''),
+        values.env_fields('obs_type=pixels_agent_pos or \'{"render_resolution": "[480,480]"}\''),
         "FIELD=VALUE[,...]|JSON", name="env_arg", compare="refuse", rerun="changed",
         snapshot="set", api="env_args", dump=values.pairs_json, show=values.pairs_text,
     ))

@@ -141,21 +141,34 @@ def shard(flag: str, value: Any) -> tuple[int, int]:
     raise OptionError(f"{flag}: {value!r} is not I/N with 1 <= I <= N (e.g. 2/4)")
 
 
+#: The longest image side a camera renders: the largest framebuffer of the OpenGL renderers
+#: MuJoCo draws with here (OSMesa's ``GL_MAX_RENDERBUFFER_SIZE``); a larger one fails to render,
+#: or fails to allocate before that.
+MAX_IMAGE_SIDE = 16384
+
+
 def image_size(flag: str, value: Any) -> tuple[int, int]:
-    """``N``, ``HxW`` or an ``(H, W)`` pair."""
+    """``N``, ``HxW`` or an ``(H, W)`` pair, each side in ``[1, MAX_IMAGE_SIDE]``."""
     if isinstance(value, tuple):
         value = "x".join(map(str, value))
     parts = str(value).lower().split("x")
     if len(parts) in (1, 2) and all(p.isdigit() and int(p) > 0 for p in parts):
-        return (int(parts[0]), int(parts[-1]))
+        size = (int(parts[0]), int(parts[-1]))
+        if max(size) > MAX_IMAGE_SIDE:
+            raise OptionError(
+                f"{flag}: {size[0]}x{size[1]} is too large: each side at most {MAX_IMAGE_SIDE} "
+                "(the renderer's largest framebuffer; e.g. 224x224)"
+            )
+        return size
     raise OptionError(f"{flag}: {value!r} is not N or HxW (e.g. 224x224)")
 
 
-def pairs(example: str) -> Parser:
+def pairs(example: str, syntax: str = "OLD=NEW") -> Parser:
     """``A=B,C=D``, a mapping, or a JSON object as LeRobot's own flags take it
     (``'{"A": "B"}'``, pasted from a ``lerobot-eval`` command): (source, target) pairs. Names
     in a JSON object or mapping are taken whole (commas and ``=`` included); a name given twice
-    is an error, not the last one winning."""
+    is an error, not the last one winning. ``syntax`` names a pair in errors (``FIELD=VALUE``)."""
+    form = f"{syntax}[,...] or a JSON object, e.g. {example}"
 
     def parse(flag: str, value: Any) -> tuple[tuple[str, str], ...]:
         if isinstance(value, str) and value.strip().startswith("{"):
@@ -164,6 +177,8 @@ def pairs(example: str) -> Parser:
             except ValueError as exc:
                 raise OptionError(f"{flag}: not a JSON object ({exc}); e.g. {example}") from None
             found = [(k, v) for k, v in items]
+        elif isinstance(value, str) and value.strip().startswith("["):
+            raise OptionError(f"{flag}: {value!r} is a JSON list, not {syntax} pairs; give {form}")
         elif isinstance(value, Mapping):
             found = list(value.items())
         elif value is None or isinstance(value, str):
@@ -171,11 +186,11 @@ def pairs(example: str) -> Parser:
             for item in names(value) or ():
                 source, sep, target = item.partition("=")
                 if not sep or not source.strip() or not target.strip():
-                    raise OptionError(f"{flag}: {item!r} is not OLD=NEW; e.g. {example}")
+                    raise OptionError(f"{flag}: {item!r} is not {syntax}; give {form}")
                 found.append((source.strip(), target.strip()))
         else:
             raise OptionError(
-                f"{flag}: {value!r} is not OLD=NEW pairs or a mapping; e.g. {example}"
+                f"{flag}: {value!r} is not {syntax} pairs or a mapping; e.g. {example}"
             )
         seen: set[str] = set()
         for source, target in found:
@@ -192,6 +207,27 @@ def pairs(example: str) -> Parser:
                 raise OptionError(f"{flag}: {source!r} is given twice; give each name once")
             seen.add(source)
         return tuple(found)
+
+    return parse
+
+
+def env_fields(example: str) -> Parser:
+    """``pairs`` of LeRobot env config fields and values, named as ``FIELD`` alone: a field
+    pasted with ``lerobot-eval``'s ``--env.`` prefix would reach LeRobot's parser as
+    ``----env.FIELD`` and be refused with every field listed, none of them the one meant."""
+    read = pairs(example, "FIELD=VALUE")
+
+    def parse(flag: str, value: Any) -> tuple[tuple[str, str], ...]:
+        found: tuple[tuple[str, str], ...] = read(flag, value)
+        for field, given in found:
+            bare = field.lstrip("-")
+            bare = bare[len("env.") :] if bare.startswith("env.") else bare
+            if bare != field:
+                raise OptionError(
+                    f"{flag}: {field}={given} is lerobot-eval's --env.FIELD=VALUE; give "
+                    f"FIELD=VALUE here ({bare}={given})"
+                )
+        return found
 
     return parse
 

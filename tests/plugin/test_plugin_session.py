@@ -189,8 +189,24 @@ def test_task_selection_and_group(toy_project: pytest.Pytester):
         ),
         (
             ["--benchmark-camera-map=agentview"],
-            "--benchmark-camera-map: 'agentview' is not OLD=NEW; e.g. agentview_image=camera1 or "
-            '\'{"agentview_image": "camera1"}\'',
+            "--benchmark-camera-map: 'agentview' is not OLD=NEW; give OLD=NEW[[],...[]] or a JSON "
+            'object, e.g. agentview_image=camera1 or \'{"agentview_image": "camera1"}\'',
+        ),
+        (
+            ['--benchmark-camera-map=["agentview", "camera1"]'],
+            '--benchmark-camera-map: \'[[]"agentview", "camera1"[]]\' is a JSON list, not '
+            "OLD=NEW pairs; give OLD=NEW[[],...[]] or a JSON object, e.g. agentview_image=camera1 "
+            'or \'{"agentview_image": "camera1"}\'',
+        ),
+        (
+            ["--benchmark-image-size=20000"],
+            "--benchmark-image-size: 20000x20000 is too large: each side at most 16384 (the "
+            "renderer's largest framebuffer; e.g. 224x224)",
+        ),
+        (
+            ["--benchmark-env-arg=--env.obs_type=pixels"],
+            "--benchmark-env-arg: --env.obs_type=pixels is lerobot-eval's --env.FIELD=VALUE; give "
+            "FIELD=VALUE here (obs_type=pixels)",
         ),
         (
             ["--benchmark-rename-map={observation.image: camera1}"],
