@@ -5,7 +5,9 @@ directory here) instead of reading the string again."""
 from __future__ import annotations
 
 import importlib.util
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 KINDS = ("scripted", "scripted+noise", "random", "noop", "hub", "lerobot", "module", "local")
 
@@ -135,3 +137,15 @@ def lerobot_missing() -> str | None:
     if importlib.util.find_spec("lerobot") is None:
         return "LeRobot is not installed: pip install 'pytest-benchmarks[lerobot]'"
     return None
+
+
+def checkpoint_file(argument: str) -> str | None:
+    """Why ``argument`` cannot be a checkpoint when it names a file here (a checkpoint's
+    ``model.safetensors`` or ``config.json``, copied from a listing of its folder): the folder
+    to give instead; else None."""
+    path = Path(os.path.expanduser(argument))
+    if not path.is_file():
+        return None
+    folder = path.absolute().parent
+    here = f" ({folder})" if (folder / "config.json").is_file() else ""
+    return f"{argument} is a file; give the folder that holds config.json{here}"

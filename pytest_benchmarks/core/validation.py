@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_benchmarks.core.files import check_writable, lock_holder, parts_dir
-from pytest_benchmarks.core.policy_spec import PolicySpec, lerobot_missing
+from pytest_benchmarks.core.policy_spec import PolicySpec, checkpoint_file, lerobot_missing
 from pytest_benchmarks.core.settings import (
     DEFAULT_METRICS,
     DEFAULT_SOURCE,
@@ -114,6 +114,10 @@ def _check_policy_source(spec: PolicySpec) -> None:
                     f"--benchmark-policy: {kind} policies need {module}: "
                     f"pip install 'pytest-benchmarks[{extra}]'"
                 )
+    if kind in ("local", "lerobot"):
+        file = checkpoint_file(argument)
+        if file is not None:
+            raise OptionError(f"--benchmark-policy: {'lerobot:' * spec.is_lerobot}{file}")
     if kind == "local":
         folder = Path(os.path.expanduser(argument))
         if not (folder / "config.json").is_file():

@@ -12,7 +12,12 @@ from typing import TYPE_CHECKING
 from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.features import check_features
 from pytest_benchmarks.core.files import file_hash
-from pytest_benchmarks.core.policy_spec import Loading, lerobot_missing, names_directory
+from pytest_benchmarks.core.policy_spec import (
+    Loading,
+    checkpoint_file,
+    lerobot_missing,
+    names_directory,
+)
 from pytest_benchmarks.policies.hub import PolicySourceError, hub_snapshot
 
 if TYPE_CHECKING:
@@ -106,6 +111,9 @@ def lerobot_checkpoint(argument: str, loading: Loading) -> Checkpoint:
     from pytest_benchmarks.policies.lerobot import Checkpoint, LeRobotLoadError
 
     folder = Path(argument).expanduser()
+    file = checkpoint_file(argument)
+    if file is not None:
+        raise PolicySourceError(f"lerobot:{file}")
     if folder.is_dir():
         folder = folder.resolve()
         weights = folder / "model.safetensors"

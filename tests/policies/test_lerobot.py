@@ -17,7 +17,10 @@ from helpers import hub_cache, offline_hub, outcomes, read_metrics
 
 from pytest_benchmarks.api import evaluate
 from pytest_benchmarks.core import catalog
+from pytest_benchmarks.core.policy_spec import Loading
+from pytest_benchmarks.core.validation import OptionError
 from pytest_benchmarks.policies import make_policy
+from pytest_benchmarks.policies.hub import PolicySourceError
 
 pytest.importorskip("lerobot.policies", reason="LeRobot is not installed")
 
@@ -294,6 +297,34 @@ def test_load_errors_are_one_line(pytester: pytest.Pytester, tmp_path: Path):
     assert absent.ret == pytest.ExitCode.USAGE_ERROR
     absent.stderr.fnmatch_lines(
         ["ERROR: --benchmark-policy: lerobot:./absent/model: no such directory"]
+    )
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "config.json"])
+def test_a_file_of_a_checkpoint_names_the_folder_to_give(tmp_path: Path, name: str):
+    """A checkpoint's file given where its folder goes (copied from a listing of the folder):
+    the folder is named, before any task (the option) and where a task builds it."""
+    folder = tmp_path / "checkpoints" / "last" / "pretrained_model"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(b"")
+    given = folder / name
+    with pytest.raises(OptionError) as refused:
+        evaluate("metaworld", f"lerobot:{given}", tasks=["reach-v3"])
+    assert str(refused.value) == (
+        f"--benchmark-policy: lerobot:{given} is a file; give the folder that holds config.json "
+        f"({folder})"
+    )
+    with pytest.raises(OptionError) as local:
+        evaluate("metaworld", str(given), tasks=["reach-v3"])
+    assert str(local.value) == (
+        f"--benchmark-policy: {given} is a file; give the folder that holds config.json ({folder})"
+    )
+    benchmark, config = reach_pixels()
+    with pytest.raises(PolicySourceError) as built:
+        make_policy(f"lerobot:{given}", benchmark, config, 1, Loading("cpu"))
+    assert str(built.value) == (
+        f"lerobot:{given} is a file; give the folder that holds config.json ({folder})"
     )
 
 
