@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,15 +39,72 @@ class LeRobotEnvError(ValueError):
     """An env type that cannot be made; the message is one line naming what was wrong."""
 
 
+#: How an env plugin's distribution (and module) is named: ``lerobot_env_TYPE``.
+ENV_PLUGIN_PREFIX = "lerobot_env_"
+
+
 @functools.cache
 def known_types() -> tuple[str, ...]:
     """Every env type LeRobot knows here, its built-in ones and those installed plugins add."""
+    return _registered()[0]
+
+
+def failed_plugins() -> dict[str, str]:
+    """The installed ``lerobot_env_*`` plugins whose import raised: module -> its error, in
+    one line. LeRobot logs each with a traceback and goes on without its types."""
+    return _registered()[1]
+
+
+@functools.cache
+def _registered() -> tuple[tuple[str, ...], dict[str, str]]:
     from lerobot.envs.configs import EnvConfig
     from lerobot.utils.import_utils import register_third_party_plugins
 
-    with contextlib.redirect_stdout(io.StringIO()):
-        register_third_party_plugins()
-    return tuple(sorted(EnvConfig.get_known_choices()))
+    failures = _FailedImports()
+    root = logging.getLogger()  # LeRobot logs through the root logger
+    root.addFilter(failures)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            register_third_party_plugins()
+    finally:
+        root.removeFilter(failures)
+    return tuple(sorted(EnvConfig.get_known_choices())), failures.failed
+
+
+class _FailedImports(logging.Filter):
+    """Takes the env plugins that LeRobot's plugin discovery could not import out of its log (a
+    traceback each, which the error naming the type replaces): it logs each with the module's
+    name as its argument and the exception."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed: dict[str, str] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        module = record.args[0] if isinstance(record.args, tuple) and record.args else None
+        if exc is not None and isinstance(module, str) and module.startswith(ENV_PLUGIN_PREFIX):
+            self.failed[module] = one_line(exc)
+            return False
+        return True
+
+
+def _unknown_type(env_type: str, types: Sequence[str]) -> str:
+    """Why ``env_type`` is not registered: its plugin failed to import, or no plugin has it."""
+    failed = failed_plugins()
+    plugin = f"{ENV_PLUGIN_PREFIX}{env_type}"
+    if plugin in failed:
+        return (
+            f"lerobot:{env_type}: the env plugin {plugin} is installed but failed to import "
+            f"({failed[plugin]}); fix or reinstall it"
+        )
+    broken = "".join(
+        f"; plugin {name} failed to import ({error})" for name, error in failed.items()
+    )
+    return (
+        f"lerobot:{env_type}: LeRobot knows no env type {env_type!r}; known here: "
+        f"{', '.join(types)} (an installed lerobot_env_* package adds its own){broken}"
+    )
 
 
 def make_config(env_type: str, task: str | None, args: Sequence[tuple[str, str]]) -> Any:
@@ -57,10 +115,7 @@ def make_config(env_type: str, task: str | None, args: Sequence[tuple[str, str]]
 
     types = known_types()
     if env_type not in types:
-        raise LeRobotEnvError(
-            f"lerobot:{env_type}: LeRobot knows no env type {env_type!r}; known here: "
-            f"{', '.join(types)} (an installed lerobot_env_* package adds its own)"
-        )
+        raise LeRobotEnvError(_unknown_type(env_type, types))
     cls = EnvConfig.get_choice_class(env_type)
     flags = [f"--task={task}"] if task is not None else []
     flags += [f"--{name}={value}" for name, value in args]

@@ -6,6 +6,7 @@ xdist, and one line for each way a type cannot be made."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -188,6 +189,41 @@ def test_a_type_that_cannot_be_made_is_one_line(pytester: pytest.Pytester, args,
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([line])
     assert "Traceback" not in result.stderr.str()
+
+
+#: What a process of its own prints for lerobot:broken, whose plugin raises on import.
+BROKEN_TYPE = """
+from pytest_benchmarks.api import evaluate
+try:
+    evaluate("lerobot:broken")
+except Exception as exc:
+    print(f"{type(exc).__name__}: {exc}")
+"""
+
+
+def test_a_plugin_that_fails_to_import_is_named_with_its_error(tmp_path: Path):
+    """An installed ``lerobot_env_*`` plugin whose import raises registers no type: its type is
+    said to come from a plugin that failed, with the first line of its error, and LeRobot's
+    traceback for it is not printed. A process of its own: plugins are discovered once."""
+    site = tmp_path / "site"
+    (site / "lerobot_env_broken-0.1.dist-info").mkdir(parents=True)
+    (site / "lerobot_env_broken-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: lerobot_env_broken\nVersion: 0.1\n"
+    )
+    (site / "lerobot_env_broken.py").write_text(
+        "raise RuntimeError('gym_broken 2.0 is required\\nsee its install guide')\n"
+    )
+    path = os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])])
+    done = subprocess.run(
+        [sys.executable, "-c", BROKEN_TYPE], cwd=tmp_path, capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": path}, timeout=300, check=True,
+    )  # fmt: skip
+    assert done.stdout.splitlines() == [
+        "OptionError: --benchmark-env: lerobot:broken: the env plugin lerobot_env_broken is "
+        "installed but failed to import (RuntimeError: gym_broken 2.0 is required); fix or "
+        "reinstall it"
+    ], done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_the_gl_backend_is_chosen_before_a_type_builds_its_simulator(
