@@ -9,7 +9,7 @@ import importlib.util
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_benchmarks.core.errors import one_line
+from pytest_benchmarks.core.errors import one_line, short
 from pytest_benchmarks.core.features import check_features
 from pytest_benchmarks.core.files import file_hash
 from pytest_benchmarks.core.policy_spec import (
@@ -82,15 +82,26 @@ def module_policy(argument: str, config: EnvConfig, num_envs: int) -> Policy:
         raise PolicySourceError(
             f"module:{argument}: importing {module_name} raised {one_line(exc)}"
         ) from None
-    factory = getattr(module, factory_name, None)
-    if not callable(factory):
+    if not hasattr(module, factory_name):
         raise PolicySourceError(f"module:{argument}: {module_name} has no {factory_name}")
+    factory = getattr(module, factory_name)
+    if not callable(factory):  # a policy instance too: each task's slots need their own
+        raise PolicySourceError(
+            f"module:{argument}: {module_name}.{factory_name} is {type(factory).__name__} "
+            f"{short(factory, 40)}, not a factory; expected a function or class, called as "
+            f"{factory_name}(config, num_envs), that returns a Policy"
+        )
     try:
         policy = factory(config, num_envs)
     except (Exception, SystemExit) as exc:
         raise PolicySourceError(
             f"module:{argument}: {factory_name}(config, num_envs) raised {one_line(exc)}"
         ) from None
+    if policy is None:
+        raise PolicySourceError(
+            f"module:{argument}: {factory_name}(config, num_envs) returned None, not a Policy "
+            "(an object with reset, act and identity; see pytest_benchmarks.policies.Policy)"
+        )
     if not isinstance(policy, Policy):
         missing = [
             m for m in ("reset", "act", "identity") if not callable(getattr(policy, m, None))

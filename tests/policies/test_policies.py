@@ -116,6 +116,11 @@ def make(config, num_envs):
 
 def broken(config, num_envs):
     return object()
+
+def forgot(config, num_envs):
+    Forward(num_envs)
+
+count = 3
 """,
         test_toy="""
 import pytest
@@ -139,6 +144,16 @@ def test_rollout(evaluate):
             "module:my_policies:broken: broken() returned object, which lacks reset, act, identity*",
         ),
         ("module:my_policies:nothing", "module:my_policies:nothing: my_policies has no nothing"),
+        (
+            "module:my_policies:count",
+            "module:my_policies:count: my_policies.count is int 3, not a factory; expected a "
+            "function or class, called as count(config, num_envs), that returns a Policy",
+        ),
+        (
+            "module:my_policies:forgot",
+            "module:my_policies:forgot: forgot(config, num_envs) returned None, not a Policy (an "
+            "object with reset, act and identity; see pytest_benchmarks.policies.Policy)",
+        ),
         ("module:no_such_module:make", "module:no_such_module:make: cannot import no_such_module*"),
     ):
         bad = pytester.runpytest("-p", "no:cacheprovider", f"--benchmark-policy={spec}")
