@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_benchmarks.core import validation
 from pytest_benchmarks.core.benchmark import Benchmark
+from pytest_benchmarks.core.errors import short
 from pytest_benchmarks.core.features import Feature
 from pytest_benchmarks.core.files import parts_dir
-from pytest_benchmarks.core.policy import Policy
+from pytest_benchmarks.core.policy import Policy, PolicyError
 from pytest_benchmarks.core.policy_spec import Loading, PolicySpec
 from pytest_benchmarks.core.results import TaskResult, progress_text
 from pytest_benchmarks.core.selection import select
@@ -128,6 +129,11 @@ def evaluate(
     """
     # The keywords by name, as the registry names them (this function's locals at entry).
     given = {API_KEYWORDS[name]: value for name, value in locals().items() if name in API_KEYWORDS}
+    if isinstance(policy, type):  # its methods make the class itself look like a Policy
+        raise validation.OptionError(
+            f"policy: {policy!r} is a class, not a Policy; pass an instance "
+            f"({policy.__name__}(...)) or a factory (config, num_envs) -> Policy"
+        )
     if not isinstance(policy, (str, Policy)) and not callable(policy):
         raise validation.OptionError(
             f"policy: {policy!r} is not a spec (a string such as 'scripted'), a Policy (an object "
@@ -277,4 +283,11 @@ def build_policy(
         return make_policy(policy, benchmark, config, num_envs, loading, features)
     if isinstance(policy, Policy):
         return policy
-    return policy(config, num_envs)
+    made = policy(config, num_envs)
+    if isinstance(made, type) or not isinstance(made, Policy):
+        name = getattr(policy, "__name__", None) or short(policy, 40)
+        raise PolicyError(
+            f"policy: the factory {name}(config, num_envs) returned {short(made)}, not a Policy "
+            "(an object with reset, act and identity)"
+        )
+    return made

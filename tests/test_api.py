@@ -12,6 +12,7 @@ import pytest
 
 from pytest_benchmarks.api import evaluate
 from pytest_benchmarks.core import catalog, validation
+from pytest_benchmarks.core.policy import PolicyError
 from pytest_benchmarks.core.settings import DEFAULT_EPISODES, DEFAULT_SEED
 from pytest_benchmarks.core.validation import OptionError
 from pytest_benchmarks.engine.deadline import TaskTimeout
@@ -215,6 +216,43 @@ def test_images_too_large_for_memory_blame_the_image_size_not_the_benchmark(tmp_
 def test_a_benchmark_name_that_is_no_string_is_refused_in_one_line():
     with pytest.raises(OptionError, match=r"^--benchmark-env: 5 is not a name or a list of names$"):
         evaluate(5)  # type: ignore[arg-type]
+
+
+class Still:
+    """A policy class, passed where its instance or a factory goes."""
+
+    def reset(self, slots: object, seeds: object) -> None:
+        pass
+
+    def act(self, batch: dict[str, object]) -> object:
+        return None
+
+    def identity(self) -> dict[str, str | None]:
+        return {"source": "module", "id": "still", "revision": None}
+
+
+def test_a_policy_class_is_refused_naming_it():
+    """Its methods make a class pass for a Policy; it is named as a class before any episode."""
+    with pytest.raises(OptionError) as info:
+        evaluate("metaworld", Still, tasks=["reach-v3"])  # type: ignore[arg-type]
+    assert str(info.value) == (
+        f"policy: <class '{__name__}.Still'> is a class, not a Policy; pass an instance "
+        "(Still(...)) or a factory (config, num_envs) -> Policy"
+    )
+
+
+def test_a_factory_that_returns_no_policy_is_named_with_what_it_returned():
+    import toybench  # noqa: F401  (registers the toy benchmark in this process)
+
+    def forgot(config: object, num_envs: int) -> None:
+        Still()
+
+    with pytest.raises(PolicyError) as info:
+        evaluate("toy", forgot, tasks=["walk"], episodes=1, sync=True)  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "policy: the factory forgot(config, num_envs) returned None, not a Policy (an object "
+        "with reset, act and identity)"
+    )
 
 
 def test_flags_take_their_ini_spellings(tmp_path: Path):

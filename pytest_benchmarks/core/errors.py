@@ -27,3 +27,9 @@ def one_line(exc: BaseException) -> str:
     """An exception as one line: type and the first line of its message."""
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def short(value: object, limit: int = 80) -> str:
+    """A value's repr for one line, cut at ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

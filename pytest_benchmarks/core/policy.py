@@ -12,7 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from pytest_benchmarks.core.errors import one_line
+from pytest_benchmarks.core.errors import one_line, short
 
 
 @runtime_checkable
@@ -52,12 +52,7 @@ def checked_identity(policy: Policy) -> dict[str, str | None]:
         or not set(IDENTITY_KEYS) <= set(identity)
     ):
         raise PolicyError(
-            f"{type(policy).__name__}.identity() returned {_short(identity)}; expected a dict "
+            f"{type(policy).__name__}.identity() returned {short(identity)}; expected a dict "
             "with 'source', 'id' and 'revision', each a string or None"
         )
     return dict(identity)
-
-
-def _short(value: object, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
