@@ -43,6 +43,7 @@ from pytest_benchmarks.engine.lifecycle import Run
 from pytest_benchmarks.engine.metrics_file import MetricsFile
 from pytest_benchmarks.engine.progress import Progress
 from pytest_benchmarks.engine.run import RunEngine
+from pytest_benchmarks.engine.vector import exit_if_reimporting_main
 from pytest_benchmarks.policies import make_policy
 from pytest_benchmarks.serving.launch import PolicyServers
 
@@ -127,6 +128,7 @@ def evaluate(
     ``ray`` is ``--benchmark-ray``: each task a Ray task on the cluster at that address (or
     ``auto``), the policy built on its node from a spec.
     """
+    exit_if_reimporting_main()  # a vector env's worker running an unguarded script again
     # The keywords by name, as the registry names them (this function's locals at entry).
     given = {API_KEYWORDS[name]: value for name, value in locals().items() if name in API_KEYWORDS}
     if isinstance(policy, type):  # its methods make the class itself look like a Policy

@@ -4,6 +4,7 @@ the same one-line errors before anything runs, the same defaults, typed values a
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -253,6 +254,38 @@ def test_a_factory_that_returns_no_policy_is_named_with_what_it_returned():
         "policy: the factory forgot(config, num_envs) returned None, not a Policy (an object "
         "with reset, act and identity)"
     )
+
+
+#: A user's script that evaluates when imported, not under ``if __name__ == "__main__":``.
+UNGUARDED = """
+import toybench
+from pytest_benchmarks.api import evaluate
+
+try:
+    evaluate("toy", tasks=["walk"], episodes=2, batch_size=2)
+except Exception as exc:
+    print(f"{type(exc).__name__}: {exc}")
+"""
+
+
+def test_a_script_that_evaluates_when_imported_is_told_to_guard_the_call(tmp_path: Path):
+    """Env workers (forkserver) import the main module first: a script that calls evaluate()
+    at import would start it again in each worker, which Python stops with its long
+    "bootstrapping phase" error. The workers stop at the call instead, and the run says
+    what to change in one line."""
+    script = tmp_path / "evaluate_toy.py"
+    script.write_text(UNGUARDED)
+    tests = str(Path(__file__).parent)
+    path = os.pathsep.join([tests, *filter(None, [os.environ.get("PYTHONPATH")])])
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": path}, timeout=300, check=True,
+    )  # fmt: skip
+    assert done.stdout.splitlines() == [
+        f"WorkerStartError: the env workers import {script}, which calls evaluate() when "
+        'imported: put the call under if __name__ == "__main__":'
+    ], done.stderr
+    assert "bootstrapping" not in done.stderr
 
 
 def test_flags_take_their_ini_spellings(tmp_path: Path):

@@ -215,8 +215,35 @@ def make_vector_env(
         env.closed = True
         if dead is None:
             raise
+        if any(p.exitcode == MAIN_REIMPORTED_EXIT for p in processes):
+            raise WorkerStartError(unguarded_main()) from None
         raise WorkerStartError(f"{dead} while starting") from exc
     return env
+
+
+#: The status of an env worker that stopped at the evaluation its main module started again:
+#: a forkserver (or spawn) worker imports the parent's main module before it builds its env.
+MAIN_REIMPORTED_EXIT = 87
+
+
+def exit_if_reimporting_main() -> None:
+    """In a worker that is importing the parent's main module (multiprocessing's bootstrapping,
+    the check CPython's own "bootstrapping phase" error makes), end it with
+    ``MAIN_REIMPORTED_EXIT`` before the evaluation it reached starts anything; the parent
+    names the cause in one line (``unguarded_main``)."""
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        os._exit(MAIN_REIMPORTED_EXIT)
+
+
+def unguarded_main() -> str:
+    """Why the env workers stopped: the main module calls evaluate() when imported."""
+    import sys
+
+    script = getattr(sys.modules.get("__main__"), "__file__", None) or "the main module"
+    return (
+        f"the env workers import {script}, which calls evaluate() when imported: put the call "
+        'under if __name__ == "__main__":'
+    )
 
 
 #: What every env worker imports: the forkserver's preload (``__main__`` is its default).
