@@ -15,6 +15,7 @@ from typing import Any
 
 from pytest_benchmarks.core.settings import Settings
 from pytest_benchmarks.core.values import OptionError
+from pytest_benchmarks.engine.vector import slots_for
 
 FLAG = "--benchmark-ray"
 #: How long an address may take to answer before it is called unreachable.
@@ -26,7 +27,7 @@ JOIN_S = 15.0
 def needs(settings: Settings) -> dict[str, Any]:
     """What one task asks of a node: a CPU per env it steps together (one env per task unless
     --benchmark-batch-size says more), and a GPU for a policy on cuda."""
-    cpus = min(settings.batch_size or 1, settings.planned)
+    cpus = slots_for(settings)
     return {"num_cpus": cpus, "num_gpus": 1 if settings.device == "cuda" else 0}
 
 

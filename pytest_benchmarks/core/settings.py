@@ -293,7 +293,8 @@ class Settings:
     batched_inference: bool = setting(False, Option(
         "lerobot: policies: slots whose episodes are at the same step of their action chunk "
         "share one forward pass (faster; records may differ from batch-of-one inference, so it "
-        "is part of a snapshot's settings)",
+        "is part of a snapshot's settings; with one env per task nothing is shared, and the run "
+        "records batched_inference false)",
         values.flag, compare="refuse", rerun="changed", snapshot="set", api="batched_inference",
     ))
     #: One process per device holds a lerobot: policy and acts for every worker's slots

@@ -12,13 +12,14 @@ refused open leaves nothing locked.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pytest_benchmarks.core.settings import Settings
 from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.core.validation import OptionError
 from pytest_benchmarks.engine.output_lock import OutputBusy, OutputLock, lock_outputs
 from pytest_benchmarks.engine.run import RunEngine
+from pytest_benchmarks.engine.vector import slots_for
 from pytest_benchmarks.metrics import journal
 from pytest_benchmarks.policies.declared import with_declared_images
 from pytest_benchmarks.serving import launch
@@ -26,8 +27,19 @@ from pytest_benchmarks.serving import launch
 
 def resolved(settings: Settings, workers: int) -> Settings:
     """The settings as the run uses them: the policy server decided from the workers (and a
-    served run batched), then the image size a LeRobot checkpoint declares."""
-    return with_declared_images(launch.resolve(settings, workers))
+    served run batched), batching as it runs, then the image size a LeRobot checkpoint
+    declares."""
+    return with_declared_images(batching(launch.resolve(settings, workers), workers))
+
+
+def batching(settings: Settings, workers: int) -> Settings:
+    """``batched_inference`` as it runs: without a policy server, slots share a forward pass
+    only where a task steps more than one env. A batch of one acts exactly as batch-of-one
+    inference, so the run block, resume and the snapshot's settings record it as such."""
+    alone = settings.policy_server != "on" and slots_for(settings, workers) < 2
+    if settings.batched_inference and alone:
+        return replace(settings, batched_inference=False)
+    return settings
 
 
 @dataclass

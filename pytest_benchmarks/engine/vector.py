@@ -181,12 +181,15 @@ def auto_batch_size(episodes: int, workers: int = 1, cpus: int | None = None) ->
 def slots_for(settings: Settings, workers: int = 0) -> int:
     """The envs a task steps together: one for ``--benchmark-debug`` or
     ``--benchmark-episode`` (one env, in the test process), else ``--benchmark-batch-size``
-    capped by the plan, else ``auto_batch_size`` for this process's share of the CPUs."""
+    capped by the plan, else one on Ray (a CPU of a node per env), else ``auto_batch_size``
+    for this process's share of the CPUs."""
     episodes = settings.planned
     if settings.single_env:
         return 1
     if settings.batch_size:
         return min(settings.batch_size, episodes)
+    if settings.ray is not None:
+        return 1
     return auto_batch_size(episodes, max(1, workers))
 
 

@@ -57,3 +57,24 @@ def test_a_run_holds_its_outputs_from_open_to_close_and_a_refused_open_holds_non
     again.close(complete=True)
     assert not folder.exists()
     _open(settings).close(complete=True)  # released: the next run opens
+
+
+@pytest.mark.parametrize(
+    ("given", "batched"),
+    [
+        ({"batch_size": 1}, False),
+        ({"episodes": 1, "batch_size": 4}, False),
+        ({"episode_indices": (3,), "batch_size": 4}, False),
+        ({"debug": True}, False),
+        ({"ray": "auto"}, False),  # one env per Ray task unless a batch size says more
+        ({"batch_size": 2}, True),
+        ({"batch_size": 1, "policy_server": "on"}, True),  # a server batches every worker's
+    ],
+)
+def test_batched_inference_is_recorded_as_it_runs(given: dict, batched: bool):
+    """A batch of one shares no forward pass: it acts as batch-of-one inference, and the run
+    block, resume and the snapshot's settings say so."""
+    settings = Settings(
+        policy="lerobot:/ckpt", batched_inference=True, episodes=given.pop("episodes", 4), **given
+    )
+    assert resolved(settings, workers=0).batched_inference is batched

@@ -220,6 +220,26 @@ def test_the_gate_never_judges_batched_runs_by_batch_of_one_snapshots(
     assert check_comparable(made_with, made_with, *snapshot) == []
 
 
+def test_a_batch_of_one_is_recorded_as_batch_of_one_inference(
+    pytester: pytest.Pytester, checkpoints: dict[str, Path]
+):
+    """With one env per task no slots share a forward pass: the flag changes nothing, so the
+    run block says batched_inference false and a batch-of-one snapshot judges the run."""
+    pytester.makepyfile(test_mw=TESTS)
+
+    def run(*extra: str) -> pytest.RunResult:
+        return pytester.runpytest(
+            "-p", "no:cacheprovider", f"--benchmark-policy=lerobot:{checkpoints['act']}",
+            "--benchmark-task=reach-v3", "--benchmark-episodes=2", "--benchmark-max-steps=4",
+            "--benchmark-obs=pixels", f"--benchmark-image-size={SIZE}", "--benchmark-device=cpu",
+            "--benchmark-batch-size=1", *extra,
+        )  # fmt: skip
+
+    run("--snapshot-update").assert_outcomes(passed=1)
+    run("--benchmark-batched-inference", "--benchmark-metrics=one.json").assert_outcomes(passed=1)
+    assert read_metrics(pytester.path / "one.json")["run"]["batched_inference"] is False
+
+
 def test_other_policies_refuse_the_flag_in_one_line(pytester: pytest.Pytester):
     pytester.makepyfile(test_mw=TESTS)
     result = run(pytester, "--benchmark-batched-inference", "--benchmark-task=reach-v3")
