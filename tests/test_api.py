@@ -214,6 +214,16 @@ def test_images_too_large_for_memory_blame_the_image_size_not_the_benchmark(tmp_
     ], done.stderr
 
 
+def test_a_named_benchmark_that_no_task_selects_from_is_refused_in_one_line():
+    """Named benchmarks each run something: one the tasks leave empty would run nothing."""
+    with pytest.raises(OptionError) as info:
+        evaluate(["metaworld", "aloha"], tasks=["reach-v3"])
+    assert str(info.value) == (
+        "--benchmark-task: aloha (named by --benchmark-env) has none of the tasks given "
+        "(reach-v3); add one of its tasks or groups (aloha), or leave it out of --benchmark-env"
+    )
+
+
 def test_a_benchmark_name_that_is_no_string_is_refused_in_one_line():
     with pytest.raises(OptionError, match=r"^--benchmark-env: 5 is not a name or a list of names$"):
         evaluate(5)  # type: ignore[arg-type]

@@ -46,6 +46,7 @@ def select(options: Settings) -> Selection:
         tasks = catalog.resolve(active, options.tasks)
     except SelectionError as exc:
         raise OptionError(f"{exc.option}: {exc}") from None
+    _check_each_named_has_tasks(options, tasks)
     if options.shard:
         tasks = shard_of(tasks, *options.shard)
     for name, chosen in tasks.items():
@@ -65,6 +66,21 @@ def select(options: Settings) -> Selection:
     _check_record(options, tasks)
     excluded = [n for n in catalog.names() if options.envs and n not in options.envs]
     return Selection(tasks, unavailable, excluded)
+
+
+def _check_each_named_has_tasks(options: Settings, tasks: dict[str, list[TaskRef]]) -> None:
+    """A benchmark named by ``--benchmark-env`` that none of ``--benchmark-task`` selects from
+    would run nothing, unsaid: refused, naming it and the tasks given."""
+    if not options.envs or not options.tasks:
+        return
+    for name, chosen in tasks.items():
+        if not chosen:
+            groups = ", ".join(catalog.get(name).groups())
+            raise OptionError(
+                f"--benchmark-task: {name} (named by --benchmark-env) has none of the tasks "
+                f"given ({', '.join(options.tasks)}); add one of its tasks or groups ({groups}), "
+                "or leave it out of --benchmark-env"
+            )
 
 
 def _bind_env_args(options: Settings) -> None:

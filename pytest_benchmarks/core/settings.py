@@ -111,7 +111,8 @@ class Settings:
         _benchmarks, "NAME[,NAME]", name="env", resume=True, api="benchmarks",
     ))
     tasks: tuple[str, ...] | None = setting(None, Option(
-        "tasks or groups to run, comma separated, e.g. push-v3,MT10 (default: the benchmark's own)",
+        "tasks or groups to run, comma separated, e.g. push-v3,MT10 (default: the benchmark's "
+        "own); each benchmark that --benchmark-env names must own one of them",
         values.name_list, "TASK[,TASK]", name="task", resume=True, api="tasks",
     ))
     episodes: int = setting(DEFAULT_EPISODES, Option(

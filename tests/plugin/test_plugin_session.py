@@ -219,6 +219,10 @@ def test_task_selection_and_group(toy_project: pytest.Pytester):
         ),
         (["--benchmark-batch-size=x"], "--benchmark-batch-size: 'x' is not an integer >= 0"),
         (
+            ["--benchmark-env=toy,metaworld", "--benchmark-task=walk"],
+            "--benchmark-task: metaworld (named by --benchmark-env) has none of the tasks given (walk); add one of its tasks or groups (*), or leave it out of --benchmark-env",
+        ),
+        (
             ["--benchmark-metrics=/etc/hostname/m.json"],
             "--benchmark-metrics: cannot write /etc/hostname/m.json: *",
         ),
