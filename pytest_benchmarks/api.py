@@ -158,6 +158,9 @@ def evaluate(
         raise validation.OptionError("--benchmark-resume: needs metrics=PATH, the run to carry on")
     # One process, no workers to serve: the run block records the server as off.
     settings = lifecycle.resolved(settings, workers=0)
+    unserved = lifecycle.unserved_wait(settings)
+    if unserved is not None:  # in one process auto never serves: the call asks for nothing
+        raise validation.OptionError(f"{unserved}; drop it, or give policy_server='on'")
     validation.check_record_path(settings.record, settings.resume)
     if metrics is not None:
         validation.check_metrics_path(settings.metrics)

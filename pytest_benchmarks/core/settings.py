@@ -311,7 +311,8 @@ class Settings:
     policy_server_wait: float = setting(DEFAULT_SERVER_WAIT_MS, Option(
         "milliseconds a policy server waits, after the first request of a step, for the other "
         "workers' requests before it acts (it acts at once when every active worker's is in; "
-        "default 5)",
+        "default 5); refused where no server can run, and said at the session's start where "
+        "auto starts none",
         values.number(lambda x: 0 <= x < math.inf, "a number of milliseconds >= 0"), "MS",
         api="policy_server_wait",
     ))

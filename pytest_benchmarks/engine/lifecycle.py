@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from pytest_benchmarks.core.settings import Settings
+from pytest_benchmarks.core.settings import DEFAULT_SERVER_WAIT_MS, Settings
 from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.core.validation import OptionError
 from pytest_benchmarks.engine.output_lock import OutputBusy, OutputLock, lock_outputs
@@ -40,6 +40,18 @@ def batching(settings: Settings, workers: int) -> Settings:
     if settings.batched_inference and alone:
         return replace(settings, batched_inference=False)
     return settings
+
+
+def unserved_wait(settings: Settings) -> str | None:
+    """The line that says --benchmark-policy-server-wait waits for nothing, where ``auto``
+    decided this run has no policy server (``settings`` resolved), else None."""
+    if settings.policy_server != "off" or settings.policy_server_wait == DEFAULT_SERVER_WAIT_MS:
+        return None
+    return (
+        f"--benchmark-policy-server-wait={settings.policy_server_wait:g}: no policy server in "
+        "this run (--benchmark-policy-server=auto serves a lerobot: policy on a CUDA device, "
+        "under xdist or on Ray), so it waits for nothing"
+    )
 
 
 @dataclass

@@ -116,6 +116,9 @@ def build_state(config: pytest.Config) -> SessionState:
         )  # fmt: skip
     except (OptionError, ResumeError) as exc:
         raise pytest.UsageError(str(exc)) from None
+    unserved = lifecycle.unserved_wait(run.engine.settings)
+    if unserved is not None:
+        run.engine.notes.append(unserved)
     state = SessionState(
         run=run,
         unavailable=selection.unavailable,

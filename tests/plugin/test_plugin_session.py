@@ -235,6 +235,25 @@ def test_bad_input_is_one_line_at_configure(toy_project: pytest.Pytester, args, 
     assert "Traceback" not in result.stderr.str()
 
 
+def test_a_server_wait_that_auto_leaves_unserved_is_said_in_the_header(
+    pytester: pytest.Pytester,
+):
+    """Whether auto serves depends on the machine and the workers (a shared ini may set the
+    wait for GPU runs), so the session runs and says the wait does nothing."""
+    pytest.importorskip("lerobot.policies", reason="LeRobot is not installed")
+    pytester.makepyfile("def test_nothing(): pass")
+    checkpoint = pytester.mkdir("checkpoint")
+    result = run(pytester, "--benchmark-env=metaworld", "--benchmark-task=reach-v3",
+                 f"--benchmark-policy=lerobot:{checkpoint}", "--benchmark-device=cpu",
+                 "--benchmark-policy-server-wait=10")  # fmt: skip
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["--benchmark-policy-server-wait=10: no policy server in this run "
+         "(--benchmark-policy-server=auto serves a lerobot: policy on a CUDA device, under "
+         "xdist or on Ray), so it waits for nothing"]
+    )  # fmt: skip
+
+
 def test_unknown_benchmark_in_marker(pytester: pytest.Pytester):
     pytester.makepyfile(
         """
