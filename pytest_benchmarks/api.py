@@ -38,7 +38,7 @@ from pytest_benchmarks.core.settings import (
 )
 from pytest_benchmarks.core.tasks import EnvConfig, TaskRef
 from pytest_benchmarks.engine import lifecycle
-from pytest_benchmarks.engine.dataset import DatasetSummary, build_dataset
+from pytest_benchmarks.engine.dataset import DatasetSummary, build_dataset, none_succeeded
 from pytest_benchmarks.engine.lifecycle import Run
 from pytest_benchmarks.engine.metrics_file import MetricsFile
 from pytest_benchmarks.engine.progress import Progress
@@ -110,7 +110,8 @@ def evaluate(
     policy object, which must serve ``batch_size`` slots. The metrics JSON goes to ``metrics``
     when given (atomically, rewritten after every task). ``record`` names a new
     directory that receives every episode as a LeRobotDataset (``record_only="success"``: the
-    successful ones), as ``--benchmark-record`` does; ``Evaluation.dataset`` is its summary.
+    successful ones), as ``--benchmark-record`` does; ``Evaluation.dataset`` is its summary
+    (None, and no directory, where ``record_only="success"`` and no episode succeeded).
     ``resume`` carries on the run whose metrics JSON is at ``metrics``, as
     ``--benchmark-resume`` does: its finished tasks are kept, only the missing episodes run.
     ``batched_inference`` is ``--benchmark-batched-inference``; ``env_args`` is
@@ -182,8 +183,12 @@ def run_locked(
         server = None if servers is None else servers.start()[0].text()
         out = run(opened.engine, policy, write, progress, server)
         complete = write  # the file holds every row: the journal is no longer needed
-        if settings.record is not None:
-            out.dataset = build_dataset(parts_dir(settings.record), settings.record)
+        record = settings.record
+        nothing = record is None or none_succeeded(
+            parts_dir(record), settings.record_only, out.results
+        )
+        if record is not None and not nothing:
+            out.dataset = build_dataset(parts_dir(record), record)
         return out
     finally:
         if servers is not None:

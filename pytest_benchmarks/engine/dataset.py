@@ -15,7 +15,7 @@ import itertools
 import os
 import shutil
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from pytest_benchmarks.core.errors import one_line
+from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.engine.recording import PartError, RecordedEpisode, part_files, read_part
 
 
@@ -61,6 +62,20 @@ def _same_layout(expected: Mapping[str, dict[str, Any]], episode: RecordedEpisod
         f"{episode.task.id} episode {episode.record.index} has other features than the first "
         f"episode recorded ({', '.join(differ)}); one dataset holds one observation layout"
     )
+
+
+def none_succeeded(parts: Path, only: str, results: Iterable[TaskResult]) -> str | None:
+    """The line for a run that keeps only successful episodes (``only`` success) and ran
+    episodes, none of which succeeded: nothing to record is no failure. No dataset is written
+    (LeRobot's takes its features from a first episode), and an empty parts folder goes.
+    None where there is something to build, or a reason to fail."""
+    ran = [e for result in results for e in result.episodes]
+    if only != "success" or not ran or any(e.success for e in ran):
+        return None
+    if parts.is_dir() and part_files(parts):
+        return None
+    shutil.rmtree(parts, ignore_errors=True)
+    return f"recorded 0 episodes: none succeeded ({len(ran)} ran; --benchmark-record-only=success)"
 
 
 def build_dataset(

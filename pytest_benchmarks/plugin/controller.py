@@ -20,6 +20,7 @@ import pytest
 
 from pytest_benchmarks.core.files import parts_dir
 from pytest_benchmarks.core.results import TaskResult
+from pytest_benchmarks.engine.dataset import none_succeeded
 from pytest_benchmarks.engine.metrics_file import MetricsFile
 from pytest_benchmarks.engine.vector import describe_exit
 from pytest_benchmarks.metrics import gate, journal
@@ -308,6 +309,11 @@ class Controller:
                 f"`pytest-benchmarks record-build {record}`"
             )
         elif record is not None:
+            rows = [*self.state.results.values(), *self.carried()]
+            nothing = none_succeeded(parts_dir(record), self.state.settings.record_only, rows)
+            if nothing is not None:
+                self.record_line = f"record: {nothing}; no dataset at {record}"
+                return
             self.record_line, written = build_record(record, self.show)
             if not written:
                 # The run did not leave all it was asked for: the document says so too.

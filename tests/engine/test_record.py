@@ -181,6 +181,28 @@ def test_record_only_successes_keeps_the_demonstrations(tmp_path: Path):
     assert all(rows["benchmark/success"])
 
 
+def test_record_only_successes_with_none_passes_and_says_so(pytester: pytest.Pytester):
+    """A run that keeps only successes, none of which succeeded, has nothing to record: the
+    session passes, says so, and leaves no dataset directory; the API returns no dataset."""
+    pytester.makepyfile(test_mw=MW_TESTS)
+    out = pytester.path / "demos"
+    # Two steps: the expert reaches no goal.
+    result = pytester.runpytest(*MW_RUN, "--benchmark-task=reach-v3", "--benchmark-episodes=2",
+                                "--benchmark-max-steps=2", f"--benchmark-record={out}",
+                                "--benchmark-record-only=success")  # fmt: skip
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [f"record: recorded 0 episodes: none succeeded (2 ran; --benchmark-record-only=success); "
+         f"no dataset at {out}"]
+    )  # fmt: skip
+    assert not out.exists() and not (pytester.path / "demos.parts").exists()
+    assert read_metrics(pytester.path / "benchmark-results/metrics.json")["run"]["partial"] is False
+    run = evaluate("metaworld", tasks=["reach-v3"], episodes=2, max_steps=2,
+                   record=pytester.path / "api", record_only="success")  # fmt: skip
+    assert run.dataset is None and not (pytester.path / "api").exists()
+
+
 def test_libero_records_lerobots_layout(tmp_path: Path):
     pytest.importorskip("libero")
     out = tmp_path / "libero"
