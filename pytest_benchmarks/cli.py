@@ -254,7 +254,8 @@ def build_parser() -> argparse.ArgumentParser:
                            help="array elements, one shard each")  # fmt: skip
     slurm_cmd.add_argument("--out", type=Path, required=True, metavar="DIR",
                            help="the shards' metrics, the merged run, logs and batch "
-                           "scripts")  # fmt: skip
+                           "scripts: a new directory, or this run's own to carry it "
+                           "on")  # fmt: skip
     slurm_cmd.add_argument("--retries", type=int, default=2, metavar="R",
                            help="starts again within an element whose session ended unfinished "
                            "(default 2)")  # fmt: skip

@@ -9,11 +9,14 @@ element whose session ended without finishing (killed, crashed: any status but 0
 failed), 4 (bad input) and 5 (nothing selected)) is started again within the element, up to
 ``retries`` times. The merge job (``--dependency=afterany``) runs ``pytest-benchmarks merge``
 over the shards' files that exist and names any shard still missing or partial; while an
-element is queued again (requeued), it submits itself again behind the array instead.
+element is queued again (requeued), it submits itself again behind the array instead. An
+``OUT`` that holds another run's shards (other pytest arguments, another count) is refused:
+its old shards would stand as the new run's result (``check_out``).
 """
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
 import subprocess
@@ -21,6 +24,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 #: pytest exit statuses after which a shard is done: passed, tests failed (the gate's verdict),
 #: usage error (running it again cannot help), no tests collected.
@@ -135,6 +139,60 @@ def check(run: ArrayRun) -> None:
             raise SlurmError(
                 f"{arg}: each array element sets {', '.join(OWN_OPTIONS)} itself; leave it out"
             )
+    check_out(run)
+
+
+#: What a submission records under OUT: what its shards' files hang on, for the next one.
+SUBMISSION = "submission.json"
+
+
+def _shard_files(out: Path) -> list[Path]:
+    """An earlier run's shards under ``out``: their metrics files and journals."""
+    found = [*out.glob("shard-*-of-*.json"), *out.glob("shard-*-of-*.json.journal")]
+    return sorted(found)
+
+
+def check_out(run: ArrayRun) -> None:
+    """``OUT`` holds no shards of another run. Each element carries its shard file on with
+    --benchmark-resume and the merge takes the files it finds, so shards of other pytest
+    arguments or another shard count would stand as this run's result; the same command
+    again carries its own run on."""
+    shards = _shard_files(run.out) if run.out.is_dir() else []
+    if not shards:
+        return
+    ours = f"-of-{run.shards}.json"
+    others = [p.name for p in shards if ours not in p.name]
+    if others:
+        raise SlurmError(
+            f"--out {run.out}: holds the shards of a run with other --shards ({others[0]}); this "
+            f"one has {run.shards}: give another --out, or remove that run's shard-* files"
+        )
+    recorded = run.out / SUBMISSION
+    if not recorded.is_file():
+        return  # written before submissions were recorded: nothing to compare with
+    try:
+        before = json.loads(recorded.read_text())
+    except (OSError, ValueError):
+        before = {}
+    now = _submission(run)
+    for key, name in (("pytest_args", "pytest arguments"), ("workdir", "working directory")):
+        if before.get(key) != now[key]:
+            raise SlurmError(
+                f"--out {run.out}: holds the shards of a run with other {name} "
+                f"({_shown(before.get(key))} → {_shown(now[key])}); give another --out, or "
+                "remove its shard-* files to start over"
+            )
+
+
+def _submission(run: ArrayRun) -> dict[str, Any]:
+    return {"shards": run.shards, "pytest_args": list(run.pytest_args),
+            "workdir": str(run.workdir)}  # fmt: skip
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list):
+        return shlex.join(value) or "none"
+    return str(value)
 
 
 def sbatch() -> str:
@@ -154,6 +212,7 @@ def write_scripts(run: ArrayRun) -> tuple[Path, Path]:
     element, merge = run.out / "shards.sbatch", run.out / "merge.sbatch"
     element.write_text(run.element_script())
     merge.write_text(run.merge_script())
+    (run.out / SUBMISSION).write_text(json.dumps(_submission(run), indent=1) + "\n")
     return element, merge
 
 

@@ -70,6 +70,41 @@ def test_an_element_whose_session_dies_is_started_again_from_its_journal(
     assert "carrying it on from its journal" in element.stderr
 
 
+def test_an_out_holding_another_runs_shards_is_refused_in_one_line(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+):
+    """Each element resumes its shard file and the merge takes what it finds, so a run into
+    an OUT that holds shards of other pytest arguments or another count would give the old
+    shards as its result: refused, naming OUT and what differs; the same command carries on."""
+    pytester.makeconftest(TOY_CONFTEST)
+    pytester.makepyfile(test_toy=TOY_TESTS)
+    out = pytester.path / "out"
+    args = ["-p", "no:cacheprovider", "--benchmark-task=walk,stroll", "--benchmark-episodes=2"]
+    assert main(["slurm", "--shards=2", f"--out={out}", "--dry-run", "--", *args]) == 0
+    element = subprocess.run(
+        ["bash", str(out / "shards.sbatch")], env={**os.environ, "SLURM_ARRAY_TASK_ID": "1"},
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert element.returncode == 0, element.stdout + element.stderr
+    capsys.readouterr()
+    other = [*args[:-1], "--benchmark-episodes=5"]
+    assert main(["slurm", "--shards=2", f"--out={out}", "--dry-run", "--", *other]) == EXIT_INPUT
+    assert capsys.readouterr().err == (
+        f"pytest-benchmarks: error: --out {out}: holds the shards of a run with other pytest "
+        "arguments (-p no:cacheprovider --benchmark-task=walk,stroll --benchmark-episodes=2 → "
+        "-p no:cacheprovider --benchmark-task=walk,stroll --benchmark-episodes=5); give another "
+        "--out, or remove its shard-* files to start over\n"
+    )
+    assert main(["slurm", "--shards=3", f"--out={out}", "--dry-run", "--", *args]) == EXIT_INPUT
+    assert capsys.readouterr().err == (
+        f"pytest-benchmarks: error: --out {out}: holds the shards of a run with other --shards "
+        "(shard-1-of-2.json); this one has 3: give another --out, or remove that run's shard-* "
+        "files\n"
+    )
+    assert "--benchmark-episodes=2" in (out / "shards.sbatch").read_text()  # left as it was
+    assert main(["slurm", "--shards=2", f"--out={out}", "--dry-run", "--", *args]) == 0
+
+
 @pytest.mark.parametrize(
     ("argv", "says"),
     [
