@@ -6,8 +6,9 @@ that task had finished. So each process that runs episodes also appends to a jou
 own, ``METRICS.journal/PID-TIME.jsonl`` beside the metrics JSON (one file per process: no two
 writers share one): a header with the run's settings, then the run's own events
 (``metrics.events``: the task started, each episode finished, the task ended), each flushed and
-fsynced before the run goes on. Every line carries a checksum of its content, so an edited or
-damaged record is caught.
+fsynced before the run goes on. Every line carries a checksum of its content, so a damaged
+record is caught; the checksum is no signature, and a line edited with its checksum recomputed
+reads as written (the journal is not tamper-evident).
 
 ``read`` merges a folder's files into one ``TaskResult`` per task: the episodes of every file
 by index (a later file's record of an index replaces an earlier one's), the error and row of
@@ -15,7 +16,8 @@ the task's last end line, or, for a task whose process ended before its end line
 ``Interrupted``. The controller fills in from it what no test report carried (a crashed or
 killed worker's task), and ``--benchmark-resume`` carries on from it even where no metrics JSON
 was written. A last line cut short by the kill is dropped with a note; any other damage is
-refused, naming the file and line.
+refused, naming the file and line, as are a file a newer version wrote (its header's version
+above ``VERSION``) and an episode that names another policy than its task's other episodes.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from typing import IO, Any
 from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
 from pytest_benchmarks.metrics.events import EpisodeFinished, Event, TaskEnded, TaskStarted, parse
+from pytest_benchmarks.metrics.gate.refusals import printable
 
 #: 2: each line an event of ``metrics.events``; 1 (still read): lines of their own names.
 VERSION = 2
@@ -172,8 +175,9 @@ def _parse(line: str) -> dict[str, Any]:
     return entry
 
 
-def _lines(path: Path, notes: list[str]) -> list[dict[str, Any]]:
-    """A file's entries; its last line dropped (with a note) when a kill cut it short."""
+def _lines(path: Path, notes: list[str]) -> list[tuple[int, dict[str, Any]]]:
+    """A file's entries by line number; its last line dropped (with a note) when a kill cut it
+    short."""
     data = path.read_bytes()
     lines = data.split(b"\n")
     cut = not data.endswith(b"\n")  # the last line never got its newline
@@ -186,7 +190,7 @@ def _lines(path: Path, notes: list[str]) -> list[dict[str, Any]]:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError:
                 raise JournalError("not a journal line (not UTF-8 text)") from None
-            entries.append(_parse(line))
+            entries.append((number, _parse(line)))
         except JournalError as exc:
             if cut and number == len(lines):
                 notes.append(
@@ -238,10 +242,40 @@ def _check(name: str, data: Any) -> None:
         raise ValueError(f"{where}: {problem.message.splitlines()[0][:120]}")
 
 
-def _apply(journal: Journal, path: Path, entry: dict[str, Any]) -> None:
+def _check_version(path: Path, number: int, header: dict[str, Any]) -> None:
+    """Refuse a file this code cannot read: a newer version's lines may mean what this
+    version's do not (JournalError, naming the file, its version and the versions read)."""
+    version = header.get("version", 1)
+    if type(version) is not int or not 1 <= version <= VERSION:
+        raise JournalError(
+            f"{path}:{number}: journal version {printable(version)}; this pytest-benchmarks "
+            f"reads versions 1 to {VERSION} (a newer version wrote it: carry the run on with that "
+            "one)"
+        )
+
+
+#: The most characters of a policy's identity a refusal prints.
+_POLICY_TEXT = 120
+
+
+def _same_policy(path: Path, number: int, task: str, claimed: Any, kept: Any, what: str) -> None:
+    """Refuse a line that names another policy than its task's earlier lines: one task's
+    episodes are one policy's, whatever file holds them (``resume.same_policy`` holds the run's
+    against them)."""
+    if claimed and kept and claimed != kept:
+        raise JournalError(
+            f"{path}:{number}: {what} of {printable(task)} names policy "
+            f"{printable(claimed, _POLICY_TEXT)}, its task's earlier lines "
+            f"{printable(kept, _POLICY_TEXT)}; one task's episodes are one policy's "
+            "(edited, or another run's file)"
+        )
+
+
+def _apply(journal: Journal, path: Path, number: int, entry: dict[str, Any]) -> None:
     """One line of a file, onto the merged results, checked against the metrics schema."""
     event = _event(entry)
     if isinstance(event, dict):
+        _check_version(path, number, event)
         if not isinstance(event.get("run"), dict):
             raise ValueError("its header's run is not an object of settings")
         journal.runs[path] = event["run"]
@@ -253,18 +287,25 @@ def _apply(journal: Journal, path: Path, entry: dict[str, Any]) -> None:
     if isinstance(event, TaskStarted):
         result = TaskResult.from_row({**event.row, "episodes": []})
         earlier = journal.results.get(result.task.id)
-        result.episodes = earlier.episodes if earlier is not None else []
+        if earlier is not None:
+            _same_policy(path, number, event.task, result.policy, earlier.policy, "the start line")
+            result.episodes, result.policy = earlier.episodes, result.policy or earlier.policy
         result.error = INTERRUPTED  # until its end line
         journal.results[result.task.id] = result
     elif isinstance(event, EpisodeFinished):
         result = journal.results[event.task]
         episode = event.record()
+        what = f"episode {episode.index}"
+        _same_policy(path, number, event.task, event.policy, result.policy, what)
         kept = [e for e in result.episodes if e.index != episode.index]
         result.episodes = sorted([*kept, episode], key=lambda e: e.index)
         result.policy = event.policy or result.policy
     elif isinstance(event, TaskEnded):
         ended = event.result()
-        ended.episodes = journal.results[ended.task.id].episodes
+        earlier = journal.results[ended.task.id]
+        _same_policy(path, number, event.task, ended.policy, earlier.policy, "the end line")
+        ended.episodes = earlier.episodes
+        ended.policy = ended.policy or earlier.policy
         journal.results[ended.task.id] = ended
     else:
         raise KeyError(event.kind)
@@ -294,11 +335,13 @@ def read(folder: Path) -> Journal:
     if not folder.is_dir():
         return journal
     for path in files(folder, journal.notes):
-        for number, entry in enumerate(_lines(path, journal.notes), 1):
+        for number, entry in _lines(path, journal.notes):
             try:
-                _apply(journal, path, entry)
+                _apply(journal, path, number, entry)
+            except JournalError:
+                raise
             except (KeyError, TypeError, ValueError) as exc:
-                raise JournalError(f"{path}: entry {number}: not a journal entry ({exc})") from None
+                raise JournalError(f"{path}:{number}: not a journal entry ({exc})") from None
     return journal
 
 

@@ -303,6 +303,11 @@ def _rewrite(path: Path, number: int, change) -> None:  # type: ignore[no-untype
         (3, lambda e: e["episode"].update(sum_reward=float("nan")), "NaN is not a JSON number"),
         (3, lambda e: e["episode"].update(success="yes"), "success: 'yes' is not of type"),
         (1, lambda e: e.update(run="seed 1000"), "its header's run is not an object"),
+        (
+            3,
+            lambda e: e["episode"].update(initial_digest="0123"),
+            "initial_digest: '0123' does not match",
+        ),
     ],
 )
 def test_a_journal_line_the_schema_refuses_is_refused_naming_its_file_and_line(
@@ -312,10 +317,98 @@ def test_a_journal_line_the_schema_refuses_is_refused_naming_its_file_and_line(
     said: str,  # type: ignore[no-untyped-def]
 ):
     """Values a metrics JSON cannot hold (a NaN reward, a string outcome, a header whose run is
-    no object) are refused where they are read, naming the file and line, whatever their
+    no object, a digest of other than 12 hex digits) are refused where they are read, naming the file and line, whatever their
     checksum says: they would otherwise end the resumed run without its metrics."""
     path = write_journal(tmp_path / "j", 2, end=False)
     _rewrite(path, number, change)
     with pytest.raises(journal.JournalError) as refused:
         journal.read(tmp_path / "j")
     assert str(refused.value).startswith(str(path)) and said in str(refused.value)
+
+
+def test_a_journal_a_newer_version_wrote_is_refused_naming_its_version(tmp_path: Path):
+    """A newer version's lines may mean what this version's do not: its file is refused, not
+    read as this version's, naming the file, its version and the versions this code reads."""
+    path = write_journal(tmp_path / "j", 2, end=False)
+    _rewrite(path, 1, lambda e: e.update(version=journal.VERSION + 1))
+    with pytest.raises(journal.JournalError) as refused:
+        journal.read(tmp_path / "j")
+    assert str(refused.value) == (
+        f"{path}:1: journal version {journal.VERSION + 1}; this pytest-benchmarks reads versions "
+        f"1 to {journal.VERSION} (a newer version wrote it: carry the run on with that one)"
+    )
+    _rewrite(path, 1, lambda e: e.update(version="\x1b[2J3"))
+    with pytest.raises(journal.JournalError, match=r":1: journal version \\x1b\[2J3; "):
+        journal.read(tmp_path / "j")
+
+
+OTHER = {"source": "hub", "id": "someone/else", "revision": "abc123"}
+
+
+def test_an_episode_of_another_policy_is_refused_naming_its_file_and_line(tmp_path: Path):
+    """One task's episodes are one policy's: an episode line naming another (a file of another
+    run copied in, a line edited with its checksum recomputed) is refused, not merged in under
+    the task's policy; so is a later file's start or end line that names another."""
+    path = write_journal(tmp_path / "j", 3, end=True)
+    _rewrite(path, 4, lambda e: e.update(policy=OTHER))
+    with pytest.raises(journal.JournalError) as refused:
+        journal.read(tmp_path / "j")
+    assert str(refused.value) == (
+        f"{path}:4: episode 1 of toy/walk names policy {OTHER}, its task's earlier lines "
+        "{'source': 'module'}; one task's episodes are one policy's (edited, or another run's "
+        "file)"
+    )
+    path.unlink()
+    path = write_journal(tmp_path / "j", 3, end=True)
+    _rewrite(path, 6, lambda e: e["row"].update(policy=OTHER))
+    with pytest.raises(journal.JournalError, match=r":6: the end line of toy/walk names policy"):
+        journal.read(tmp_path / "j")
+
+
+def _killed(project: pytest.Pytester, metrics: Path) -> Path:
+    """The journal a run killed after its episodes and before its metrics JSON leaves: its
+    settings as the header, each task's start and episodes, no end line."""
+    document = read_metrics(metrics)
+    writer = journal.JournalWriter(journal.folder_for(metrics), document["run"])
+    for row in document["results"]:
+        result = TaskResult.from_row(row)
+        writer.start(TaskResult(result.task, planned=result.planned))
+        for episode in result.episodes[:5]:
+            writer.episode(result.task.id, episode, result.policy)
+    writer.close()
+    metrics.unlink()
+    assert writer.path is not None
+    return writer.path
+
+
+@pytest.mark.parametrize(
+    ("number", "change", "said"),
+    [
+        (1, lambda e: e.update(version=journal.VERSION + 1), "1: journal version 3; "),
+        (
+            4,
+            lambda e: e.update(policy=OTHER),
+            "4: episode 1 of toy/stroll names policy {'source': ",
+        ),
+    ],
+    ids=["newer-version", "other-policy"],
+)
+def test_resume_refuses_a_newer_journal_or_another_policy_and_a_run_still_writes(
+    toy_project: pytest.Pytester,
+    number: int,
+    change,
+    said: str,  # type: ignore[no-untyped-def]
+):
+    """--benchmark-resume refuses in one line naming the file and line; a new run at the same
+    path (which discards the old journal) still runs and writes its metrics."""
+    metrics = toy_project.path / "run.json"
+    toy_project.makepyfile(noting=NOTING_POLICY)
+    toy_project.runpytest(*ARGS, f"--benchmark-metrics={metrics}").assert_outcomes(passed=4)
+    path = _killed(toy_project, metrics)
+    _rewrite(path, number, change)
+    refused = toy_project.runpytest(*ARGS, f"--benchmark-metrics={metrics}", "--benchmark-resume")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines([f"ERROR: --benchmark-resume: journal {path}:{said}*"])
+    assert not metrics.exists()
+    toy_project.runpytest(*ARGS, f"--benchmark-metrics={metrics}").assert_outcomes(passed=4)
+    assert set(rows(metrics)) == {"toy/walk", "toy/stroll"}
