@@ -18,6 +18,7 @@ from pytest_benchmarks.core import comparability
 from pytest_benchmarks.core.errors import one_line
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
 from pytest_benchmarks.core.settings import OPTIONS
+from pytest_benchmarks.metrics.gate.refusals import printable
 from pytest_benchmarks.metrics.stats import moved_start
 
 #: Beside syrupy's own ``__snapshots__``, not inside it: syrupy's default extension claims every
@@ -101,7 +102,10 @@ SNAPSHOT_SCHEMA: dict[str, Any] = {
         "successes": {"type": "integer", "minimum": 0},
         "n_episodes": {"type": "integer", "minimum": 0},
         "policy": {"type": "object"},
-        "settings": {"type": "object"},
+        "settings": {
+            "type": "object",
+            "properties": {"max_steps": {"type": ["integer", "null"], "minimum": 1}},
+        },
         "fingerprint": {
             "type": "object",
             "properties": {
@@ -139,7 +143,8 @@ SNAPSHOT_SCHEMA: dict[str, Any] = {
 
 def read(text: str) -> Snapshot:
     """A snapshot's content, checked against SNAPSHOT_SCHEMA and for counts that agree with
-    its episodes and indices that are unique; SnapshotFormatError (one line) if it is not."""
+    its episodes, indices that are unique and steps within its own step limit;
+    SnapshotFormatError (one line) if it is not."""
     import jsonschema
 
     try:
@@ -173,6 +178,14 @@ def read(text: str) -> Snapshot:
         if key in doc and doc[key] != actual:
             raise SnapshotFormatError(f"{key} is {doc[key]}, but its episodes give {actual}")
     settings = doc.get("settings") or {}
+    limit = settings.get("max_steps")
+    beyond = next((e for e in episodes if limit is not None and e.steps > limit), None)
+    if beyond is not None:
+        # No episode outlasts its step limit: such a count was edited, never run.
+        raise SnapshotFormatError(
+            f"episode {beyond.index} took {printable(beyond.steps)} steps, more than the "
+            f"snapshot's own step limit (settings.max_steps {limit})"
+        )
     if settings.get("obs", "state") != "state" and "render" not in settings:
         # Pixel snapshots stored before the render mode was recorded were rendered faithfully.
         settings = {**settings, "render": "faithful"}

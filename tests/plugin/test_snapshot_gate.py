@@ -443,6 +443,13 @@ EPISODE = '{{"index": {0}, "seed": 1000, "init_state": 0, "success": {1}, "steps
             '{"id": "toy/walk", "n_episodes": -3, "episodes": []}',
             "not a task snapshot (n_episodes: -3 is less than the minimum of 0)",
         ),
+        (
+            '{"id": "toy/walk", "settings": {"max_steps": 30}, "episodes": ['
+            + EPISODE.format(0, "true").replace('"steps": 5', f'"steps": {10**30}')
+            + "]}",
+            f"episode 0 took {10**30} steps, more than the snapshot's own step limit "
+            "(settings.max_steps 30)",
+        ),
     ],
 )
 def test_a_corrupt_snapshot_is_one_line(gated: pytest.Pytester, content: str, message: str):
@@ -713,3 +720,43 @@ def test_a_fingerprint_that_is_no_object_of_strings_is_refused_and_values_are_cl
     said = environment_changes(hostile, {"packages": {"numpy": "2.0"}, "container": None})
     assert said == ["container xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx… → None",
                     "numpy \\x1b[31mred\\x1b[0m → 2.0"]  # fmt: skip
+
+
+def _edit(path: Path, change) -> None:  # type: ignore[no-untyped-def]
+    """A committed snapshot edited by hand (each episode through ``change``)."""
+    doc = json.loads(path.read_text())
+    for number, episode in enumerate(doc["episodes"]):
+        change(number, episode)
+    path.write_text(dumps(doc))
+
+
+def test_a_pass_on_episodes_that_do_not_pair_or_are_unproven_says_so(gated: pytest.Pytester):
+    """A pass that judged other episodes than it seems to says why beside its verdict: a
+    snapshot whose seeds were shifted and a run with another seed pair no episode (judged
+    unpaired: Fisher, less power), and a snapshot with half its digests removed leaves those
+    episodes' starts unproven."""
+    run(gated, "--snapshot-update").assert_outcomes(passed=2)
+    stroll, walk = gated.path / SNAPS / "stroll.json", gated.path / SNAPS / "walk.json"
+    _edit(stroll, lambda number, e: e.update(seed=e["seed"] + 1))
+    _edit(walk, lambda number, e: number % 2 and e.pop("initial_digest"))
+    result = run(gated)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([
+        "  note:      toy/stroll: 8/8 * → 8/8 *, Fisher p=1 >= * → no significant change; 8 of 8 "
+        "episodes ran another seed or initial state than in the snapshot (episode 0: seed 1000, "
+        "initial state 0; the snapshot seed 1001, initial state 0): not paired, judged unpaired "
+        "(Fisher)",
+        "  note:      toy/walk: 8/8 * → 8/8 *, McNemar p=1 >= * → no significant change; 4 of 8 "
+        "paired episodes keep no initial-state digest in the snapshot: their starts are unproven",
+        "snapshot gate: 2 tasks compared *→ no regression",
+    ])  # fmt: skip
+    run(gated, "--snapshot-update", "--benchmark-snapshot-replace").assert_outcomes(passed=2)
+    seeded = run(gated, "--benchmark-seed=2000")
+    seeded.assert_outcomes(passed=2)
+    seeded.stdout.fnmatch_lines([
+        "  note:      toy/stroll: *→ no significant change; the snapshot ran other settings "
+        "(seed 1000 → 2000); 8 of 8 episodes ran another seed or initial state than in the "
+        "snapshot (episode 0: seed 2000, initial state 0; the snapshot seed 1000, initial state "
+        "0): not paired, judged unpaired (Fisher)",
+    ])  # fmt: skip
+    assert "note:" not in run(gated).stdout.str()

@@ -104,7 +104,8 @@ def verdict_lines(
     verdicts: Sequence[Comparison], every: bool = True, late: Iterable[str] = ()
 ) -> list[str]:
     """One line per verdict, marked by its outcome (``  REGRESSION  task: ...``), what fails
-    first; ``every=False`` leaves out the tasks that held. ``late``: tasks only Holm's later
+    first; ``every=False`` leaves out the tasks that held, but for those with notes
+    (``  note:      task: ...``, last). ``late``: tasks only Holm's later
     steps found regressed (the pytest gate's tests had passed them)."""
     after = set(late)
     ordered = sorted(verdicts, key=lambda c: (ORDER.index(c.label), c.task))
@@ -113,4 +114,12 @@ def verdict_lines(
         + (" (Holm's step-down, after the tests ran: the session fails)" if c.task in after else "")
         for c in ordered
         if every or c.label != "held"
-    ]
+    ] + ([] if every else [f"  {'note:':<10} {c.line()}" for c in ordered if _noted(c)])
+
+
+def _noted(c: Comparison) -> bool:
+    """A held verdict with something to say beyond the environment (``environment_lines``
+    says that): other settings, another policy, episodes not paired, unproven starts. A pass
+    that judged other episodes than it seems to must not pass without a word."""
+    said = (ENVIRONMENT_NOTE, MOVED_NOTE)
+    return c.label == "held" and any(not note.startswith(said) for note in c.notes)

@@ -7,7 +7,9 @@ states (``refusals.unpaired``) are explained by the environments' fingerprints: 
 differ (a simulator upgrade: ``mujoco 3.3.0 → 3.4.0``) the change is named and the task is
 judged unpaired (Fisher on the two samples), since the same seeds no longer give the same
 scenes; where they are the same, nothing the user changed explains it (a harness bug, as in
-LeRobot issue 4152) and the task is refused.
+LeRobot issue 4152) and the task is refused. Episodes the plan does not pair (another seed or
+initial state for an index: ``refusals.unmatched``) and pairs whose starts only one run kept a
+digest of (``refusals.unproven``) are said beside the verdict, a pass included.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from pytest_benchmarks.metrics.gate.refusals import (
     check_comparable,
     environment_changes,
     notes,
+    unmatched,
     unpaired,
+    unproven,
 )
 from pytest_benchmarks.metrics.stats import moved_start
 
@@ -72,6 +76,10 @@ def pair(
     if moved is not None and not environment:
         raise Incomparable(unpaired(old.episodes, new.episodes, names) or "")
     said = notes(old.policy, new.policy, changes, environment if per_task else ())
+    mismatch = unmatched(old.episodes, new.episodes, names)
+    if mismatch is not None:
+        said.append(mismatch)
+    said += unproven(old.episodes, new.episodes, names)
     if moved is None:
         return Pairing(True, tuple(said))
     said.append(

@@ -10,7 +10,7 @@ from typing import Any
 from pytest_benchmarks.core import comparability
 from pytest_benchmarks.core.policy import BACKBONE
 from pytest_benchmarks.core.results import EpisodeRecord
-from pytest_benchmarks.metrics.stats import moved_start
+from pytest_benchmarks.metrics.stats import episode_key, moved_start
 
 #: How a verdict's note says its snapshot ran in another environment (``lines`` gathers them).
 ENVIRONMENT_NOTE = "the snapshot ran in another environment"
@@ -49,6 +49,54 @@ def unpaired(
         f"(digest {mine}, {names[0]} {theirs}): the episodes are not paired, so they are not "
         "compared"
     )
+
+
+def unmatched(
+    baseline: Sequence[EpisodeRecord], new: Sequence[EpisodeRecord], names: tuple[str, str]
+) -> str | None:
+    """Why the plan pairs none of some episodes (``stats.episode_key``: an index that ran
+    another seed or initial state, as after a shifted seed, or one only the new run has), in
+    one note, or None: such a task is judged unpaired (Fisher), which costs power, and says
+    so."""
+    stored = {e.index: e for e in baseline}
+    ordered = sorted(new, key=lambda e: e.index)
+    other = [
+        e for e in ordered if e.index in stored and episode_key(stored[e.index]) != episode_key(e)
+    ]
+    only = [e for e in ordered if e.index not in stored]
+    if other:
+        e, b = other[0], stored[other[0].index]
+        why = (
+            f"{len(other)} of {len(ordered)} episodes ran another seed or initial state than in "
+            f"{names[0]} (episode {e.index}: seed {e.seed}, initial state {e.init_state}; "
+            f"{names[0]} seed {b.seed}, initial state {b.init_state})"
+        )
+    elif only:
+        first = only[0].index
+        why = f"{len(only)} of {len(ordered)} episodes are not in {names[0]} (from episode {first})"
+    else:
+        return None
+    return f"{why}: not paired, judged unpaired (Fisher)"
+
+
+def unproven(
+    baseline: Sequence[EpisodeRecord], new: Sequence[EpisodeRecord], names: tuple[str, str]
+) -> list[str]:
+    """How many paired episodes only one run kept an initial-state digest for: their starts
+    cannot be held against each other (``moved_start`` passes them), so the pairing is
+    unproven. Episodes neither run kept one for (a state the env cannot read) are not
+    counted."""
+    stored = {episode_key(e): e.initial_digest for e in baseline}
+    both = [(stored[episode_key(e)], e.initial_digest) for e in new if episode_key(e) in stored]
+    said = []
+    for side, name in ((0, names[0]), (1, names[1])):
+        lacking = sum(1 for pair in both if not pair[side] and pair[1 - side])
+        if lacking:
+            said.append(
+                f"{lacking} of {len(both)} paired episodes keep no initial-state digest in "
+                f"{name}: their starts are unproven"
+            )
+    return said
 
 
 def environment_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
