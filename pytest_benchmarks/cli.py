@@ -346,6 +346,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             missing = missing_shards(document)
             if missing:
                 print(f"missing: shard {', '.join(missing)}; the merged run is partial")
+            for change in document["run"].get("environment_changes", []):
+                print(
+                    f"environment: {change}; merged, and the run's fingerprint is "
+                    f"{args.inputs[0]}'s (kept in run.environment_changes)"
+                )
             unfinished = partial_shards(shards)
             if unfinished:
                 print(

@@ -71,6 +71,35 @@ def test_merged_shards_equal_one_run(toy_project: pytest.Pytester):
     assert merged["run"]["shards"] == [str(first), str(second)]
 
 
+def test_a_merge_of_shards_from_other_environments_says_so_and_keeps_it(
+    toy_project: pytest.Pytester,
+):
+    """Shards that ran under other package versions (or GPUs, or images) are merged, as one
+    run on a mixed fleet is, but never silently: each difference is a line and stays in the
+    merged run, whose fingerprint is the first shard's."""
+    first = session(toy_project, "first", "--benchmark-task=walk")
+    second = session(toy_project, "second", "--benchmark-task=stroll")
+    document = read_metrics(second)
+    numpy = document["run"]["fingerprint"]["packages"]["numpy"]
+    document["run"]["fingerprint"]["packages"]["numpy"] = "0.9\x1b[2J"
+    second.write_text(json.dumps(document))
+    out = toy_project.path / "merged.json"
+    done = cli("merge", first, second, "-o", out)
+    assert done.returncode == 0, done.stderr
+    change = f"{second}: numpy {numpy} → 0.9\\x1b[2J from {first}"
+    assert (
+        f"environment: {change}; merged, and the run's fingerprint is {first}'s (kept in "
+        "run.environment_changes)"
+    ) in done.stdout.splitlines()
+    run = read_metrics(out)["run"]
+    assert run["environment_changes"] == [change]
+    assert run["fingerprint"]["packages"]["numpy"] == numpy
+    same = cli("merge", first, session(toy_project, "third", "--benchmark-task=stroll"), "-o", out)
+    assert (
+        "environment:" not in same.stdout and "environment_changes" not in read_metrics(out)["run"]
+    )
+
+
 def test_shard_option_splits_the_selection_and_merges_back(toy_project: pytest.Pytester):
     whole = session(toy_project, "whole")
     # Shards split the whole selection, every installed benchmark's: name the toy alone.

@@ -34,6 +34,7 @@ from pytest_benchmarks.metrics.resume import (
     plan_task,
     same_policy,
 )
+from pytest_benchmarks.metrics.run_info import run_fingerprint
 
 #: Receives a task's result whenever the task ends, finished or not.
 Writer = Callable[[TaskResult], None]
@@ -81,7 +82,10 @@ class RunEngine:
         """This process's journal writer (its file opens with its first line)."""
         if self.journaling and self._journal is None:
             folder = journal.folder_for(self.settings.metrics)
-            self._journal = JournalWriter(folder, self.settings.as_dict())
+            # The header keeps the environment too: a resume from the journal alone says
+            # when it carries the run on under another simulator.
+            run = {**self.settings.as_dict(), "fingerprint": run_fingerprint(self.settings)}
+            self._journal = JournalWriter(folder, run)
         return self._journal
 
     def remove_journal(self) -> None:

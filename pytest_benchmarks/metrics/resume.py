@@ -22,8 +22,9 @@ from pytest_benchmarks.core.plan import plan_episodes
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
 from pytest_benchmarks.core.settings import Settings
 from pytest_benchmarks.core.tasks import SelectionError, TaskRef
-from pytest_benchmarks.metrics import journal
+from pytest_benchmarks.metrics import journal, run_info
 from pytest_benchmarks.metrics.document import load_results
+from pytest_benchmarks.metrics.gate.refusals import environment_changes
 from pytest_benchmarks.metrics.runs import InputError, load
 
 
@@ -36,8 +37,10 @@ def load_resumable(
 ) -> dict[str, TaskResult]:
     """The results of ``path`` and its journal by task id, checked against this run's
     settings; empty when neither exists (a job killed before its first episode ended).
-    ``notes`` receives the journal's lines about what it dropped."""
+    ``notes`` receives the journal's lines about what it dropped, and a warning for each file
+    made in another environment (``environment_notes``)."""
     results: dict[str, TaskResult] = {}
+    made: list[tuple[Path, dict[str, Any]]] = []
     if path.exists():
         try:
             document = load(path)
@@ -46,6 +49,7 @@ def load_resumable(
         results = {result.task.id: result for result in load_results(document)}
         _check_settings(path, document["run"], settings, [r.task for r in results.values()])
         _check_rows(path, document)
+        made.append((path, document["run"]))
     folder = journal.folder_for(path)
     try:
         found = journal.read(folder)
@@ -53,13 +57,31 @@ def load_resumable(
         raise ResumeError(f"--benchmark-resume: journal {exc}") from None
     for file, run in found.runs.items():
         _check_settings(file, run, settings, [r.task for r in found.results.values()])
+    said = environment_notes([*made, *found.runs.items()], settings)
     for task_id, logged in found.results.items():
         results[task_id] = _merge(results.get(task_id), logged)
     for result in results.values():
         _check_plan(path, result, settings)
     if notes is not None:
-        notes.extend(found.notes)
+        notes.extend([*found.notes, *said])
     return results
+
+
+def environment_notes(runs: Iterable[tuple[Path, dict[str, Any]]], settings: Settings) -> list[str]:
+    """A warning for each file whose run was made in another environment than this one
+    (``gate.environment_changes``: ``mujoco 3.3.0 → 3.4.0``): carried on, its kept episodes
+    and the new ones ran under different simulators, which no later comparison can tell
+    apart. Not refused: the same fingerprint is no setting, and the user may mean it."""
+    now = run_info.run_fingerprint(settings)
+    said = []
+    for source, run in runs:
+        changes = environment_changes(run.get("fingerprint") or {}, now)
+        if changes:
+            said.append(
+                f"resume: warning: {source} was made in another environment "
+                f"({', '.join(changes)}); its episodes are kept and the rest run in this one"
+            )
+    return said
 
 
 def _check_settings(

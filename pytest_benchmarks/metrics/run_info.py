@@ -101,10 +101,15 @@ def _iso(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, tz=UTC).isoformat(timespec="seconds")
 
 
+def run_fingerprint(settings: Settings) -> dict[str, Any]:
+    """``fingerprint`` of a run of ``settings``: its benchmarks' packages, the renderer where
+    it renders."""
+    return fingerprint(_simulators(settings), settings.obs not in (None, "state"))
+
+
 def static_info(args: list[str], root: Path, settings: Settings) -> dict[str, Any]:
     """What cannot change during a run: arguments, commit, machine, versions, the environment's
     fingerprint (read once, not at every write)."""
-    renders = settings.obs not in (None, "state")
     return {
         "args": args,
         "git_commit": git_commit(root),
@@ -112,7 +117,7 @@ def static_info(args: list[str], root: Path, settings: Settings) -> dict[str, An
         "platform": platform.platform(),
         "python": sys.version.split()[0],
         "packages": package_versions(),
-        "fingerprint": fingerprint(_simulators(settings), renders),
+        "fingerprint": run_fingerprint(settings),
     }
 
 

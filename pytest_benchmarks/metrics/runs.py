@@ -114,6 +114,7 @@ def merge_documents(documents: Sequence[tuple[Path, dict[str, Any]]]) -> dict[st
             results.append(result)
     runs = [document["run"] for _, document in documents]
     missing = _absent(runs)
+    environments = environment_changes(documents)
     run = {
         **first["run"],
         "args": [arg for r in runs for arg in r["args"]],
@@ -126,8 +127,24 @@ def merge_documents(documents: Sequence[tuple[Path, dict[str, Any]]]) -> dict[st
         "shards": [str(path) for path, _ in documents],
         "missing_shards": missing,
         "shard": None,  # the merged document is the whole run
+        **({"environment_changes": environments} if environments else {}),
     }
     return build_metrics(results, run, first["policy"]["spec"])
+
+
+def environment_changes(documents: Sequence[tuple[Path, dict[str, Any]]]) -> list[str]:
+    """``b.json: mujoco 3.3.0 → 3.4.0 from a.json`` for each shard whose environment's
+    fingerprint differs from the first shard's. Merged, not refused: shards on machines with
+    other GPUs or images are one run; but the merged run's ``fingerprint`` is the first
+    shard's, so what differs is kept in the run (``environment_changes``) and said."""
+    first_path, first = documents[0]
+    before = first["run"].get("fingerprint") or {}
+    found = []
+    for path, document in documents[1:]:
+        changes = gate.environment_changes(before, document["run"].get("fingerprint") or {})
+        if changes:
+            found.append(f"{path}: {', '.join(changes)} from {first_path}")
+    return found
 
 
 def _absent(runs: Sequence[dict[str, Any]]) -> list[str]:

@@ -55,7 +55,9 @@ def test_a_session_killed_outright_is_carried_on_from_its_journal(toy_project: p
     os.killpg(session.pid, signal.SIGKILL)
     finish(session, toy_project)
     assert not metrics.exists()
-    logged = journal.read(journal.folder_for(metrics)).results["toy/walk"]
+    found = journal.read(journal.folder_for(metrics))
+    assert all(run["fingerprint"]["packages"] for run in found.runs.values())  # said on resume
+    logged = found.results["toy/walk"]
     assert [e.index for e in logged.episodes] == [0, 1, 2]
     assert logged.error == journal.INTERRUPTED
     (toy_project.path / "started-walk.txt").unlink()
@@ -412,3 +414,33 @@ def test_resume_refuses_a_newer_journal_or_another_policy_and_a_run_still_writes
     assert not metrics.exists()
     toy_project.runpytest(*ARGS, f"--benchmark-metrics={metrics}").assert_outcomes(passed=4)
     assert set(rows(metrics)) == {"toy/walk", "toy/stroll"}
+
+
+def test_resume_warns_when_the_run_was_made_in_another_environment(toy_project: pytest.Pytester):
+    """Carrying a run on under another simulator (``mujoco 3.3.0 → 3.4.0``) mixes episodes
+    of two environments in one row: not refused (the user may mean it), but said in the
+    session's header, naming the file, whether the metrics JSON or a journal file."""
+    metrics = toy_project.path / "run.json"
+    toy_project.makepyfile(noting=NOTING_POLICY)
+    toy_project.runpytest(*ARGS, f"--benchmark-metrics={metrics}").assert_outcomes(passed=4)
+    document = read_metrics(metrics)
+    numpy = document["run"]["fingerprint"]["packages"]["numpy"]
+    document["run"]["fingerprint"]["packages"]["numpy"] = "0.9"
+    metrics.write_text(json.dumps(document))
+    resumed = toy_project.runpytest(*ARGS, f"--benchmark-metrics={metrics}", "--benchmark-resume")
+    resumed.assert_outcomes(passed=4)
+    resumed.stdout.fnmatch_lines([
+        f"resume: warning: {metrics} was made in another environment (numpy 0.9 → {numpy}); its "
+        "episodes are kept and the rest run in this one",
+    ])  # fmt: skip
+    path = _killed(toy_project, metrics)
+    _rewrite(path, 1, lambda e: e["run"]["fingerprint"]["packages"].update(numpy="0.9"))
+    resumed = toy_project.runpytest(*ARGS, f"--benchmark-metrics={metrics}", "--benchmark-resume")
+    resumed.assert_outcomes(passed=4)
+    resumed.stdout.fnmatch_lines([f"resume: warning: {path} was made in another environment *"])
+    assert (
+        "warning"
+        not in toy_project.runpytest(
+            *ARGS, f"--benchmark-metrics={metrics}", "--benchmark-resume"
+        ).stdout.str()
+    )
