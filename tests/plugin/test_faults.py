@@ -260,7 +260,9 @@ def test_a_task_stuck_outside_python_with_both_signals_ignored_is_said_while_it_
     assert seen and seen[-1].strip() == (
         "pytest-benchmarks: toy/walk is past its --benchmark-timeout (1 s) and cannot be stopped "
         "from inside: it runs code outside Python with SIGALRM and SIGUSR2 taken from the run; "
-        "end the session (Ctrl-C), or run under xdist (-n), whose controller ends such a worker"
+        f"end the session (Ctrl-C, or kill -9 {session.pid} where it blocks that too: its "
+        "finished episodes are in the journal, and --benchmark-resume carries the run on), or "
+        "run under xdist (-n), whose controller ends such a worker"
     ), seen
     assert (toy_project.path / "asleep").exists()
 
