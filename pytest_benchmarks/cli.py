@@ -84,7 +84,7 @@ def report(args: argparse.Namespace) -> int:
     if args.baseline:
         try:
             judgement = judge_runs(runs[1], runs[0], args.alpha, args.gate)
-        except Unjudgeable as exc:
+        except (Unjudgeable, InputError) as exc:  # said under the table: report exits 0
             judgement = exc
     text = markdown(results, baseline, judgement, interrupted)
     if args.output:

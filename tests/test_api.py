@@ -215,31 +215,24 @@ def test_images_too_large_for_memory_blame_the_image_size_not_the_benchmark(tmp_
 
 
 @pytest.mark.parametrize(
-    ("server", "why"),
-    [
-        ("auto", "--benchmark-policy is scripted, and only lerobot: policies are served"),
-        ("off", "--benchmark-policy-server is off"),
-    ],
+    ("server", "policy"), [("auto", "scripted"), ("off", "scripted"), ("auto", "lerobot")]
 )
-def test_a_server_wait_without_a_server_is_refused_in_one_line(server: str, why: str):
+def test_a_server_wait_without_a_server_is_refused_in_one_line(
+    server: str, policy: str, tmp_path: Path
+):
+    """No policy server in this run (off as given, a policy that is never served, or auto in
+    one process): evaluate()'s wait would wait for nothing, and is refused before any load."""
+    if policy == "lerobot":
+        pytest.importorskip("lerobot.policies", reason="LeRobot is not installed")
+        policy = f"lerobot:{tmp_path}"
     with pytest.raises(OptionError) as info:
-        evaluate("metaworld", tasks=["reach-v3"], policy_server=server, policy_server_wait=10)
-    assert str(info.value) == (
-        f"--benchmark-policy-server-wait: needs a policy server, and this run has none ({why}); "
-        "drop the option, or serve a lerobot: policy with --benchmark-policy-server=on"
-    )
-
-
-def test_a_server_wait_that_auto_leaves_unserved_is_refused_in_one_line(tmp_path: Path):
-    """In one process auto never serves, so the wait is refused before the policy loads."""
-    pytest.importorskip("lerobot.policies", reason="LeRobot is not installed")
-    with pytest.raises(OptionError) as info:
-        evaluate("metaworld", f"lerobot:{tmp_path}", tasks=["reach-v3"], device="cpu",
-                 policy_server_wait=10)  # fmt: skip
+        evaluate("metaworld", policy, tasks=["reach-v3"], policy_server=server,
+                 policy_server_wait=10, device="cpu")  # fmt: skip
     assert str(info.value) == (
         "--benchmark-policy-server-wait=10: no policy server in this run "
-        "(--benchmark-policy-server=auto serves a lerobot: policy on a CUDA device, under xdist "
-        "or on Ray), so it waits for nothing; drop it, or give policy_server='on'"
+        "(--benchmark-policy-server is off, or auto, which serves a lerobot: policy on a CUDA "
+        "device, under xdist or on Ray), so it waits for nothing; drop it, or give "
+        "policy_server='on'"
     )
 
 

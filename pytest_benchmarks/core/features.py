@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 IMAGE_PREFIX = "observation.images."
 
@@ -61,3 +62,22 @@ def check_features(
             + f"\n  env features: {offered}"
         )
     return pad
+
+
+def action_mismatch(shape: tuple[int, ...], space: Any, task: str) -> str | None:
+    """Why a policy whose actions have ``shape`` cannot act in ``task``'s action ``space``
+    (a policy of another robot, which would otherwise fail at its first action in numpy's
+    words), or None where they fit or the space has no shape."""
+    ours = getattr(space, "shape", None)
+    if ours is None or tuple(ours) == tuple(shape):
+        return None
+    return (
+        f"its actions have {_size(tuple(shape))} (config.json's output_features.action) but "
+        f"{task} takes {_size(tuple(ours))}; a checkpoint trained for another robot or "
+        "benchmark?"
+    )
+
+
+def _size(shape: tuple[int, ...]) -> str:
+    """``6 values``, or ``shape [2, 3]`` for more than one axis."""
+    return f"{shape[0]} values" if len(shape) == 1 else f"shape {list(shape)}"

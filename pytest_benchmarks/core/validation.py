@@ -20,7 +20,6 @@ from pytest_benchmarks.core.files import check_writable, lock_holder, parts_dir
 from pytest_benchmarks.core.policy_spec import PolicySpec, checkpoint_file, lerobot_missing
 from pytest_benchmarks.core.settings import (
     DEFAULT_METRICS,
-    DEFAULT_SERVER_WAIT_MS,
     DEFAULT_SOURCE,
     MAX_EPISODES,
     MAX_SEED,
@@ -77,7 +76,6 @@ def build(*, root: Path, **given: Any) -> Settings:
             "--benchmark-policy-server=on: only lerobot: policies are served "
             f"(--benchmark-policy is {result.policy}); use auto or off, or a lerobot: policy"
         )
-    _check_server_wait(result)
     if result.sequential and result.gate != "stat":
         raise OptionError(
             f"--benchmark-sequential: stops a task when the stat gate is decided; "
@@ -95,24 +93,6 @@ def build(*, root: Path, **given: Any) -> Settings:
             f"--benchmark-policy is {result.policy}; drop the option or use a lerobot: policy"
         )
     return result
-
-
-def _check_server_wait(result: Settings) -> None:
-    """--benchmark-policy-server-wait where no policy server can run: a setting that would
-    be ignored. Where ``auto`` decides against a server, the session says so instead
-    (``engine.lifecycle.unserved_wait``): that depends on the machine and the workers."""
-    if result.policy_server_wait == DEFAULT_SERVER_WAIT_MS:
-        return
-    if result.policy_server == "off":
-        why = "--benchmark-policy-server is off"
-    elif not result.policy.is_lerobot:
-        why = f"--benchmark-policy is {result.policy}, and only lerobot: policies are served"
-    else:
-        return
-    raise OptionError(
-        f"--benchmark-policy-server-wait: needs a policy server, and this run has none ({why}); "
-        "drop the option, or serve a lerobot: policy with --benchmark-policy-server=on"
-    )
 
 
 def _check_ray(result: Settings) -> None:

@@ -173,9 +173,9 @@ def _say_stuck(limit: _Limit, seconds: float, notify: Callable[[str], None] | No
         f"pytest-benchmarks: {limit.message.split(' timed out')[0]} is past its "
         f"--benchmark-timeout ({seconds:g} s) and cannot be stopped from inside: it runs code "
         "outside Python with SIGALRM and SIGUSR2 taken from the run; end the session (Ctrl-C, "
-        f"or kill -9 {os.getpid()} where it blocks that too: its finished episodes are in the "
-        "journal, and --benchmark-resume carries the run on), or run under xdist (-n), whose "
-        "controller ends such a worker"
+        f"or kill -9 {os.getpid()} where it blocks that too: a run with a metrics file keeps "
+        "its finished episodes in its journal for --benchmark-resume), or run under xdist "
+        "(-n), whose controller ends such a worker"
     )
     if notify is not None:
         notify(line)

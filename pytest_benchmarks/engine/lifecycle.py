@@ -43,14 +43,16 @@ def batching(settings: Settings, workers: int) -> Settings:
 
 
 def unserved_wait(settings: Settings) -> str | None:
-    """The line that says --benchmark-policy-server-wait waits for nothing, where ``auto``
-    decided this run has no policy server (``settings`` resolved), else None."""
+    """The line that says --benchmark-policy-server-wait waits for nothing, where this run has
+    no policy server (``settings`` resolved: off as given, or as ``auto`` decided), else None.
+    A session says it and runs (an ini shared with GPU runs may set the wait); ``evaluate()``,
+    whose arguments are all the caller's own, refuses it."""
     if settings.policy_server != "off" or settings.policy_server_wait == DEFAULT_SERVER_WAIT_MS:
         return None
     return (
         f"--benchmark-policy-server-wait={settings.policy_server_wait:g}: no policy server in "
-        "this run (--benchmark-policy-server=auto serves a lerobot: policy on a CUDA device, "
-        "under xdist or on Ray), so it waits for nothing"
+        "this run (--benchmark-policy-server is off, or auto, which serves a lerobot: policy on "
+        "a CUDA device, under xdist or on Ray), so it waits for nothing"
     )
 
 

@@ -21,15 +21,15 @@ class Unclosable:
     """A stream whose ``close`` flushes and is remembered; everything else is the stream's."""
 
     def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
+        self.wrapped = stream
         self.close_attempted = False
 
     def close(self) -> None:
         self.close_attempted = True
-        self._stream.flush()
+        self.wrapped.flush()
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
+        return getattr(self.wrapped, name)
 
     def __enter__(self) -> Unclosable:
         return self
@@ -38,20 +38,39 @@ class Unclosable:
         self.close()
 
 
+#: The guards of the task running now (``kept_open``), by stream name, each stream's latest
+#: last; empty between tasks.
+_active: dict[str, list[Unclosable]] = {}
+
+
 @contextmanager
 def kept_open() -> Iterator[list[str]]:
     """Within: ``sys.stdout`` and ``sys.stderr`` cannot be closed. The list yielded holds,
     afterwards, the names of those a close was attempted on."""
-    saved = {name: getattr(sys, name) for name in NAMES}
-    guards = {name: Unclosable(stream) for name, stream in saved.items() if stream is not None}
     closed: list[str] = []
-    for name, guard in guards.items():
-        setattr(sys, name, guard)
+    _active.clear()
+    for name in NAMES:
+        if getattr(sys, name) is not None:
+            _active[name] = []
+    guard_again()
     try:
         yield closed
     finally:
-        for name, guard in guards.items():
-            if getattr(sys, name) is guard:  # a stream someone set meanwhile is theirs
-                setattr(sys, name, saved[name])
-            if guard.close_attempted:
+        for name, guards in _active.items():
+            current = getattr(sys, name)
+            if isinstance(current, Unclosable) and current in guards:
+                setattr(sys, name, current.wrapped)  # a stream someone set meanwhile is theirs
+            if any(guard.close_attempted for guard in guards):
                 closed.append(f"sys.{name}")
+        _active.clear()
+
+
+def guard_again() -> None:
+    """While a task runs, guard each stream that is not guarded: at its start, and again after
+    pytest's capture set its own back (it does each time it resumes: after a progress line, a
+    notice)."""
+    for name, guards in _active.items():
+        current = getattr(sys, name)
+        if not isinstance(current, Unclosable):
+            guards.append(Unclosable(current))
+            setattr(sys, name, guards[-1])

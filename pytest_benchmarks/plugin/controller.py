@@ -20,6 +20,7 @@ import pytest
 
 from pytest_benchmarks.core.files import parts_dir
 from pytest_benchmarks.core.results import TaskResult
+from pytest_benchmarks.engine import streams
 from pytest_benchmarks.engine.dataset import none_succeeded
 from pytest_benchmarks.engine.metrics_file import MetricsFile
 from pytest_benchmarks.engine.vector import describe_exit
@@ -149,6 +150,7 @@ class Controller:
             if writer is not None and writer.width_of_current_line:
                 writer.line()  # after xdist's progress dots
             reporter.write_line(line)
+        streams.guard_again()  # the capture resumed with its own streams: a task may be running
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:

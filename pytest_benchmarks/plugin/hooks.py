@@ -91,18 +91,27 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         timing_options.check(session.config)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection(session: pytest.Session) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
     """SIGINT unblocked once the session has started (an xdist controller: its workers
     started; a worker: its handlers in place): a Ctrl-C that came meanwhile is taken here,
     where pytest ends a session as interrupted and xdist stops its workers (from inside
-    ``pytest_sessionstart`` neither would)."""
+    ``pytest_sessionstart`` neither would). A wrapper: it runs whatever the hook returns."""
     if session.config.stash.get(ROLE, None) in ("controller", "worker"):
         starting.let_go()
+    return (yield)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """xdist's ``--looponfail`` process never configures a session: SIGINT is its own."""
+    if config.getoption("looponfail", False):
+        starting.release()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    starting.drop()  # a session that ended before collecting: a held Ctrl-C is spent
+    # A session that ended before collecting (a usage error, say): a held Ctrl-C is spent.
+    starting.drop(inherited=config.stash.get(ROLE, None) == "worker")
     state = config.stash.get(STATE, None)
     if state is not None:
         state.run.release()

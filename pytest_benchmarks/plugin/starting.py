@@ -11,7 +11,8 @@ they import their plugins ends each in its own traceback (or a "Fatal Python err
 interpreter's start). The controller blocks SIGINT while it starts them, so they start with it
 blocked too (a blocked signal stays blocked across fork and exec), and each process unblocks
 it when its session starts collecting, its handlers in place: a Ctrl-C meanwhile waits those
-few seconds and then takes the session's own road.
+few seconds and then takes the session's own road. The policy servers the controller starts
+meanwhile keep it blocked: the controller stops them when its session ends.
 """
 
 from __future__ import annotations
@@ -76,11 +77,17 @@ def let_go() -> None:
         signal.raise_signal(signal.SIGINT)
 
 
-def drop() -> None:
-    """Unblock SIGINT, discarding one that came while it was held: the session is over."""
+def drop(inherited: bool = False) -> None:
+    """The start-up handler gone and SIGINT unblocked where this module blocked it (``hold``)
+    or the process inherited it blocked (an xdist worker), discarding one that came while it
+    was held: the session is over. A mask someone else set is left alone."""
     if threading.current_thread() is not threading.main_thread():
         return
+    release()
+    held = bool(_held)
     _restore()
+    if not (held or inherited):
+        return
     if signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set()):
         return
     handler = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a pending one is discarded

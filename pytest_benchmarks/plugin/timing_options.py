@@ -21,8 +21,9 @@ SESSION = "pytest-benchmark"
 
 
 def check(config: pytest.Config) -> None:
-    """``pytest.UsageError`` (one line) for a ``--benchmark-json`` that cannot be written or a
-    ``--benchmark-compare-fail`` with no saved run to compare against."""
+    """``pytest.UsageError`` (one line) for a ``--benchmark-json`` in a folder that does not
+    exist (or that is a folder) or a ``--benchmark-compare-fail`` with no saved run to compare
+    against."""
     session = config.pluginmanager.get_plugin(SESSION)
     if session is None or getattr(session, "disabled", False):
         return
@@ -48,7 +49,13 @@ def _nothing_to_compare(session: Any, config: pytest.Config) -> str:
     """Why pytest-benchmark has no saved run to compare against: the file it could not read,
     or none saved that matches."""
     compare = config.getoption("benchmark_compare", None)
-    globs = () if compare in (None, True) else (str(compare),)
+    if not compare:  # pytest-benchmark's default is [], and a bare flag True
+        return (
+            "--benchmark-compare-fail: needs --benchmark-compare (the latest saved run) or "
+            "--benchmark-compare=NUM (run NUM) to compare against"
+        )
+    # pytest-benchmark's own glob for "the latest saved run" where no run is named.
+    globs = ("[0-9][0-9][0-9][0-9]_",) if compare is True else (str(compare),)
     try:
         saved = list(session.storage.query(*globs))
     except ValueError as exc:  # a --benchmark-compare that is no file and no glob
@@ -62,7 +69,7 @@ def _nothing_to_compare(session: Any, config: pytest.Config) -> str:
                 f"--benchmark-compare-fail: the saved run {found} cannot be read ({reason}); "
                 "remove it or compare against another (--benchmark-compare=ID)"
             )
-    which = "" if not globs else f" matching {printable(globs[0])}"
+    which = "" if compare is True else f" matching {printable(globs[0])}"
     return (
         f"--benchmark-compare-fail: there is no saved run{which} in {session.storage} to compare "
         "against; save one first (--benchmark-autosave)"

@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from pytest_benchmarks.core.errors import one_line
-from pytest_benchmarks.core.features import IMAGE_PREFIX, Feature, check_features
+from pytest_benchmarks.core.features import IMAGE_PREFIX, Feature, action_mismatch, check_features
 from pytest_benchmarks.core.policy import BACKBONE
 from pytest_benchmarks.core.policy_spec import Loading
 from pytest_benchmarks.core.tasks import EnvConfig
@@ -190,23 +190,12 @@ class Checkpoint:
         if fills_cameras and any(is_image(k) and k in seen for k in wanted):
             wanted = {k: v for k, v in wanted.items() if not is_image(k) or k in seen}
         pad = check_features(self.name, env.task.id, wanted, seen, pad_cameras=not fills_cameras)
-        self._fit_actions(env)
-        return [(k, wanted[k]) for k in pad]
-
-    def _fit_actions(self, env: EnvConfig) -> None:
-        """The checkpoint's actions against the env's (one line on a mismatch): a policy of
-        another robot would otherwise fail at its first action, in numpy's words."""
         action = (getattr(self.config, "output_features", None) or {}).get("action")
-        space = env.action_space
-        if action is None or space is None or getattr(space, "shape", None) is None:
-            return
-        theirs, ours = tuple(action.shape), tuple(space.shape)
-        if theirs != ours:
-            raise LeRobotLoadError(
-                f"{self.name}: its actions have {_size(theirs)} (config.json's "
-                f"output_features.action) but {env.task.id} takes {_size(ours)}; a checkpoint "
-                "trained for another robot or benchmark?"
-            )
+        if action is not None and env.action_space is not None:
+            problem = action_mismatch(tuple(action.shape), env.action_space, env.task.id)
+            if problem is not None:
+                raise LeRobotLoadError(f"{self.name}: {problem}")
+        return [(k, wanted[k]) for k in pad]
 
     @property
     def input_features(self) -> dict[str, tuple[int, ...]]:
@@ -243,11 +232,6 @@ class Checkpoint:
                 f"{versions(folder)}"
             ) from None
         return policy, (pre, post)
-
-
-def _size(shape: tuple[int, ...]) -> str:
-    """``6 values``, or ``shape [2, 3]`` for more than one axis."""
-    return f"{shape[0]} values" if len(shape) == 1 else f"shape {list(shape)}"
 
 
 #: The RNG key of draws a merged call makes that are no slot's own.

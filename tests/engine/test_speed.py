@@ -142,6 +142,11 @@ def test_pytest_benchmarks_files_are_checked_before_any_test_runs(speed_project:
                                "cannot be read (Expecting property name*); remove it or compare "
                                "against another (--benchmark-compare=ID)"])  # fmt: skip
     (store / "0001_cut.json").unlink()
+    done = speed_project.runpytest(*args, "--benchmark-compare-fail=median:200%")
+    assert done.ret == pytest.ExitCode.USAGE_ERROR
+    done.stderr.fnmatch_lines(["ERROR: --benchmark-compare-fail: needs --benchmark-compare (the "
+                               "latest saved run) or --benchmark-compare=NUM (run NUM) to "
+                               "compare against"])  # fmt: skip
     done = speed_project.runpytest(*gate)
     assert done.ret == pytest.ExitCode.USAGE_ERROR
     done.stderr.fnmatch_lines(["ERROR: --benchmark-compare-fail: there is no saved run in *store "

@@ -92,7 +92,8 @@ def test_a_policy_that_closes_the_standard_streams_leaves_the_session_its_report
 ):
     """pytest captures into the file behind sys.stdout: a policy that closes it (and stderr)
     would end the session in pytest's own traceback, its summary and metrics lines lost. The
-    streams stay open, the task's result stands, and the close is said."""
+    streams stay open, also after progress lines (pytest's capture resumes with its own
+    streams after each), the task's result stands, and the close is said."""
     toy_project.makeconftest(
         toy_project.path.joinpath("conftest.py").read_text()
         + """
@@ -100,16 +101,20 @@ import sys
 import toybench
 
 reset = toybench.Walker.reset
+started = []
 
 def closing(self, slots, seeds):
-    sys.stdout.close()
-    sys.stderr.close()
+    started.extend(slots)
+    if len(started) == 3:  # after the progress lines of the first two episodes
+        sys.stdout.close()
+        sys.stderr.close()
     return reset(self, slots, seeds)
 
 toybench.Walker.reset = closing
 """
     )
-    result = run_in_subprocess(toy_project, "--benchmark-task=walk", "--benchmark-episodes=2",
+    result = run_in_subprocess(toy_project, "--benchmark-task=walk", "--benchmark-episodes=4",
+                               "--benchmark-progress=0", "--benchmark-batch-size=1",
                                *workers)  # fmt: skip
     result.assert_outcomes(passed=2)
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
@@ -120,7 +125,7 @@ toybench.Walker.reset = closing
             "metrics: *metrics.json",
         ]
     )
-    assert rows(toy_project)["toy/walk"]["successes"] == 2
+    assert rows(toy_project)["toy/walk"]["successes"] == 4
 
 
 @pytest.mark.parametrize("batch", ["1", "2"])
@@ -260,9 +265,9 @@ def test_a_task_stuck_outside_python_with_both_signals_ignored_is_said_while_it_
     assert seen and seen[-1].strip() == (
         "pytest-benchmarks: toy/walk is past its --benchmark-timeout (1 s) and cannot be stopped "
         "from inside: it runs code outside Python with SIGALRM and SIGUSR2 taken from the run; "
-        f"end the session (Ctrl-C, or kill -9 {session.pid} where it blocks that too: its "
-        "finished episodes are in the journal, and --benchmark-resume carries the run on), or "
-        "run under xdist (-n), whose controller ends such a worker"
+        f"end the session (Ctrl-C, or kill -9 {session.pid} where it blocks that too: a run "
+        "with a metrics file keeps its finished episodes in its journal for --benchmark-resume), "
+        "or run under xdist (-n), whose controller ends such a worker"
     ), seen
     assert (toy_project.path / "asleep").exists()
 

@@ -249,9 +249,17 @@ def test_a_server_wait_that_auto_leaves_unserved_is_said_in_the_header(
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         ["--benchmark-policy-server-wait=10: no policy server in this run "
-         "(--benchmark-policy-server=auto serves a lerobot: policy on a CUDA device, under "
-         "xdist or on Ray), so it waits for nothing"]
+         "(--benchmark-policy-server is off, or auto, which serves a lerobot: policy on a CUDA "
+         "device, under xdist or on Ray), so it waits for nothing"]
     )  # fmt: skip
+    # Off, or a policy that is never served: the same line, and the session runs (an ini
+    # shared with GPU runs may set the wait).
+    for extra in (["--benchmark-policy-server=off"], ["--benchmark-policy=scripted"]):
+        again = run(pytester, "--benchmark-env=metaworld", "--benchmark-task=reach-v3",
+                    f"--benchmark-policy=lerobot:{checkpoint}", "--benchmark-device=cpu",
+                    "--benchmark-policy-server-wait=10", *extra)  # fmt: skip
+        again.assert_outcomes(passed=1)
+        again.stdout.fnmatch_lines(["--benchmark-policy-server-wait=10: no policy server*"])
 
 
 def test_unknown_benchmark_in_marker(pytester: pytest.Pytester):

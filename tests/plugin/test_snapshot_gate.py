@@ -744,8 +744,8 @@ def test_a_pass_on_episodes_that_do_not_pair_or_are_unproven_says_so(gated: pyte
     result.stdout.fnmatch_lines([
         "  note:      toy/stroll: 8/8 * → 8/8 *, Fisher p=1 >= * → no significant change; 8 of 8 "
         "episodes ran another seed or initial state than in the snapshot (episode 0: seed 1000, "
-        "initial state 0; the snapshot seed 1001, initial state 0): not paired, judged unpaired "
-        "(Fisher)",
+        "initial state 0; the snapshot seed 1001, initial state 0): not paired, judged as two "
+        "unpaired samples",
         "  note:      toy/walk: 8/8 * → 8/8 *, McNemar p=1 >= * → no significant change; 4 of 8 "
         "paired episodes keep no initial-state digest in the snapshot: their starts are unproven",
         "snapshot gate: 2 tasks compared *→ no regression",
@@ -757,6 +757,6 @@ def test_a_pass_on_episodes_that_do_not_pair_or_are_unproven_says_so(gated: pyte
         "  note:      toy/stroll: *→ no significant change; the snapshot ran other settings "
         "(seed 1000 → 2000); 8 of 8 episodes ran another seed or initial state than in the "
         "snapshot (episode 0: seed 2000, initial state 0; the snapshot seed 1000, initial state "
-        "0): not paired, judged unpaired (Fisher)",
+        "0): not paired, judged as two unpaired samples",
     ])  # fmt: skip
     assert "note:" not in run(gated).stdout.str()

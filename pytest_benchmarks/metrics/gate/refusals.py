@@ -56,8 +56,8 @@ def unmatched(
 ) -> str | None:
     """Why the plan pairs none of some episodes (``stats.episode_key``: an index that ran
     another seed or initial state, as after a shifted seed, or one only the new run has), in
-    one note, or None: such a task is judged unpaired (Fisher), which costs power, and says
-    so."""
+    one note, or None: such a task is judged as two unpaired samples (the verdict names the
+    test), which costs power, and says so."""
     stored = {e.index: e for e in baseline}
     ordered = sorted(new, key=lambda e: e.index)
     other = [
@@ -76,7 +76,7 @@ def unmatched(
         why = f"{len(only)} of {len(ordered)} episodes are not in {names[0]} (from episode {first})"
     else:
         return None
-    return f"{why}: not paired, judged unpaired (Fisher)"
+    return f"{why}: not paired, judged as two unpaired samples"
 
 
 def unproven(
