@@ -36,7 +36,22 @@ def fingerprint(simulators: tuple[str, ...], renders: bool) -> dict[str, Any]:
     found["gpu"] = _gpu()
     image = os.environ.get(IMAGE_VARIABLE) or ("docker" if Path("/.dockerenv").exists() else None)
     found["container"] = image
-    return found
+    clipped: dict[str, Any] = _clipped(found)
+    return clipped
+
+
+#: The longest value a fingerprint keeps (a snapshot refuses longer ones).
+MAX_VALUE = 200
+
+
+def _clipped(value: Any) -> Any:
+    """The fingerprint with each string clipped to ``MAX_VALUE`` characters: a 1 MB version
+    string or image name would make every snapshot it is stored in unreadable."""
+    if isinstance(value, dict):
+        return {k: _clipped(v) for k, v in value.items()}
+    if isinstance(value, str) and len(value) > MAX_VALUE:
+        return value[: MAX_VALUE - 1] + "…"
+    return value
 
 
 def benchmark_fingerprint(env: str, renders: bool) -> dict[str, Any]:
