@@ -14,7 +14,7 @@ metrics JSON is written with ``partial`` and the exit status:
   take their Ctrl-C path. A worker ignores a SIGTERM after its first signal: that is its
   controller passing on the stop the worker is already in (after a group's SIGINT, SIGHUP or
   SIGTERM), not a second request. A session's second Ctrl-C is told that the stop (the metrics
-  JSON and the summary, moments away) is under way; a third ends it at once.
+  JSON and the summary, moments away) is under way; a third ends it at once, in one line.
 - xdist's controller does not raise on the first signal, which would stop it listening to its
   workers: it passes SIGTERM on to them, they hand over what they finished, and xdist ends the
   session as interrupted. A second Ctrl-C (or SIGTERM) there ends the session at once, its
@@ -89,6 +89,25 @@ def _forward(signum: int) -> list[int]:
     return reached
 
 
+#: The process's own exit, taken before a task can guard it (``engine.exits``).
+_exit = os._exit
+
+#: pytest's exit status for an interrupted session.
+INTERRUPTED = 2
+
+
+def _end_at_once() -> None:
+    """End a session that was told its stop is under way and asked again: one line, not a
+    traceback through whatever the stop was doing."""
+    from pytest_benchmarks.plugin.starting import say
+
+    say(
+        "\npytest-benchmarks: stopped at once; every finished episode is in the run's journal "
+        "(--benchmark-resume carries the run on)\n"
+    )
+    _exit(INTERRUPTED)
+
+
 def _raise_for(signum: int) -> None:
     if signum != signal.SIGINT:
         raise Terminated(signal.Signals(signum).name)
@@ -148,6 +167,8 @@ def install(role: str) -> Callable[[], None]:
         restore()  # a second request: as if no handler were set
         if signum != signal.SIGINT:
             os.kill(os.getpid(), signum)
+        if role == "session":
+            _end_at_once()  # a KeyboardInterrupt here would land in pytest's own reporting
         _raise_for(signum)
 
     for signum in handled:

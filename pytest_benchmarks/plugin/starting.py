@@ -17,6 +17,7 @@ meanwhile keep it blocked: the controller stops them when its session ends.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -28,8 +29,27 @@ INTERRUPTED = 2
 LINE = b"pytest-benchmarks: interrupted while pytest was starting; nothing ran\n"
 
 
+def _terminal() -> int:
+    """A copy of this process's stderr as the plugin is imported, before pytest captures it:
+    a line written there as the process ends at once is seen, not left in a capture file."""
+    try:
+        return os.dup(2)
+    except OSError:
+        return 2
+
+
+#: Where a line goes that must be seen as the process ends at once (``say``).
+TERMINAL = _terminal()
+
+
+def say(line: str) -> None:
+    """Write ``line`` to the terminal the session started on, past pytest's capture."""
+    with contextlib.suppress(OSError):
+        os.write(TERMINAL, line.encode(errors="replace"))
+
+
 def _end(signum: int, frame: FrameType | None) -> None:
-    os.write(2, LINE)
+    say(LINE.decode())
     os._exit(INTERRUPTED)
 
 

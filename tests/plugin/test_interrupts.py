@@ -256,3 +256,31 @@ def test_a_second_ctrl_c_without_xdist_is_told_the_stop_is_under_way(
     assert document["run"]["partial"] is True
     assert document["run"]["exitstatus"] == pytest.ExitCode.INTERRUPTED
     assert document["results"][0]["n_episodes"] == HOLD - 1
+
+
+def test_a_third_ctrl_c_without_xdist_ends_the_session_at_once_in_one_line(
+    toy_project: pytest.Pytester, sessions: list[subprocess.Popen[str]]
+):
+    """A policy deaf to Ctrl-C holds the stop; the second Ctrl-C is told it is under way, the
+    third ends the session at once: one line, no traceback through whatever the stop was
+    doing, the interrupted status."""
+    toy_project.makepyfile(slow=SLOW_POLICY.replace("HOLD", str(HOLD)))
+    session = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--benchmark-task=stroll",
+         "--benchmark-episodes=30", "--benchmark-batch-size=1",
+         "--benchmark-policy=module:slow:deaf", f"--benchmark-metrics={toy_project.path / 'r.json'}"],
+        cwd=toy_project.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    sessions.append(session)
+    wait_for_episodes(toy_project, ("stroll",), 1)
+    for _ in range(3):
+        time.sleep(0.5)  # each one taken before the next: signals of one kind do not queue
+        os.killpg(session.pid, signal.SIGINT)
+    out, _ = session.communicate(timeout=120)
+    assert session.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert "Traceback" not in out, out
+    assert out.rstrip().endswith(
+        "pytest-benchmarks: stopped at once; every finished episode is in the run's journal "
+        "(--benchmark-resume carries the run on)"
+    ), out
