@@ -64,7 +64,9 @@ def outcomes(document: dict[str, Any]) -> dict[str, list[tuple[Any, ...]]]:
     return {
         row["id"]: [
             tuple(
-                v for k, v in sorted(e.items()) if k not in ("duration_s", "video", "video_error")
+                tuple(v) if isinstance(v, list) else v  # the initial state's sketch
+                for k, v in sorted(e.items())
+                if k not in ("duration_s", "video", "video_error")
             )
             for e in row["episodes"]
         ]

@@ -44,6 +44,14 @@ class EpisodeRecord:
             # JSON gives a list back (the metrics file, a report's payload, the journal).
             object.__setattr__(self, "initial_sketch", tuple(self.initial_sketch))
 
+    def to_row(self) -> dict[str, Any]:
+        """The episode as the metrics JSON holds it: its fields (the sketch a list, as JSON
+        reads it back) and ``sum``."""
+        row = asdict(self)
+        if self.initial_sketch is not None:
+            row["initial_sketch"] = list(self.initial_sketch)
+        return {**row, "sum": self.checksum()}
+
     def checksum(self) -> str:
         """A digest of the outcome (the metrics JSON's ``sum``): an edited or damaged record no
         longer matches it."""
@@ -175,7 +183,7 @@ class TaskResult:
             "device": self.device,
             "error": self.error,
             **({"stopped": self.stopped} if self.stopped is not None else {}),
-            "episodes": [{**asdict(e), "sum": e.checksum()} for e in self.episodes],
+            "episodes": [e.to_row() for e in self.episodes],
         }
 
     def worst_episodes(self, count: int = 3) -> list[int]:

@@ -439,7 +439,7 @@ def test_resume_warns_when_the_run_was_made_in_another_environment(toy_project: 
     resumed.assert_outcomes(passed=4)
     resumed.stdout.fnmatch_lines([f"resume: warning: {path} was made in another environment *"])
     assert (
-        "warning"
+        "resume: warning"
         not in toy_project.runpytest(
             *ARGS, f"--benchmark-metrics={metrics}", "--benchmark-resume"
         ).stdout.str()
