@@ -23,6 +23,8 @@ node scripts/actionlint.mjs
 # The manual: its options table generated from the plugin's, and the site built with every
 # warning an error (a broken link or a page missing from the nav).
 "$bin/python" scripts/options_page.py --check
+# The timings the pages quote: each one held, measured and dated, in docs/figures.toml.
+"$bin/python" scripts/figures.py --check
 site=$(mktemp -d)
 NO_MKDOCS_2_WARNING=1 "$bin/mkdocs" build --strict --quiet --site-dir "$site"
 rm -rf "$site"

@@ -183,3 +183,25 @@ def test_the_architecture_page_names_every_module():
         if path.stem != "__init__" and f"`{path.stem}`" not in page and path.name not in page
     ]
     assert unnamed == [], unnamed
+
+
+def test_every_timing_the_readme_quotes_is_a_figure_measured_and_dated(tmp_path: Path):
+    """docs/figures.toml holds each timing with the command that measured it: the README
+    quotes each, and a timing written on the page alone (or a figure changed in the file
+    alone) is one line from ``scripts/figures.py --check``, which the docs build runs."""
+    import runpy
+
+    script = runpy.run_path(str(ROOT / "scripts" / "figures.py"))
+    figures = script["load"]()
+    assert script["problems"](figures) == []
+    assert all(figure["measured"] and figure["on"] for figure in figures.values())
+    (tmp_path / "README.md").write_text(
+        "Runs in about 40 seconds on two\nCPUs. The tests take 12 minutes.\n"
+    )
+    toy = {"main_job": {**figures["main_job"], "text": "about 40 seconds on two CPUs"},
+           "other": {**figures["main_job"], "text": "about 3 minutes"}}  # fmt: skip
+    assert script["problems"](toy, tmp_path) == [
+        "README.md: does not quote figure other ('about 3 minutes')",
+        "README.md: quotes a timing that docs/figures.toml does not hold ('12 minutes'); add "
+        "it there with how it was measured",
+    ]
