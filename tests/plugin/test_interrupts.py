@@ -83,6 +83,23 @@ def start(
     return session
 
 
+def start_alone(
+    project: pytest.Pytester, metrics: Path, task: str, factory: str,
+    sessions: list[subprocess.Popen[str]],
+) -> subprocess.Popen[str]:  # fmt: skip
+    """``start`` without xdist: one task, in a process group of its own."""
+    project.makepyfile(slow=SLOW_POLICY.replace("HOLD", str(HOLD)))
+    session = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--benchmark-task={task}",
+         "--benchmark-episodes=30", "--benchmark-batch-size=1",
+         f"--benchmark-policy=module:slow:{factory}", f"--benchmark-metrics={metrics}"],
+        cwd=project.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    sessions.append(session)
+    return session
+
+
 def wait_for_episodes(project: pytest.Pytester, tasks: tuple[str, ...], count: int) -> None:
     """Until each task has started ``count`` episodes (two workers, one task each)."""
     deadline = time.monotonic() + 120
@@ -237,15 +254,7 @@ def test_a_second_ctrl_c_without_xdist_is_told_the_stop_is_under_way(
     """Two Ctrl-Cs in a row at -n 0: the second does not break the stop with a traceback; the
     document is written with the interrupted status."""
     metrics = toy_project.path / "run.json"
-    toy_project.makepyfile(slow=SLOW_POLICY.replace("HOLD", str(HOLD)))
-    session = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--benchmark-task=walk",
-         "--benchmark-episodes=30", "--benchmark-batch-size=1",
-         "--benchmark-policy=module:slow:make", f"--benchmark-metrics={metrics}"],
-        cwd=toy_project.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True,
-    )  # fmt: skip
-    sessions.append(session)
+    session = start_alone(toy_project, metrics, "walk", "make", sessions)
     wait_for_episodes(toy_project, ("walk",), HOLD)
     os.killpg(session.pid, signal.SIGINT)
     os.killpg(session.pid, signal.SIGINT)
@@ -264,15 +273,7 @@ def test_a_third_ctrl_c_without_xdist_ends_the_session_at_once_in_one_line(
     """A policy deaf to Ctrl-C holds the stop; the second Ctrl-C is told it is under way, the
     third ends the session at once: one line, no traceback through whatever the stop was
     doing, the interrupted status."""
-    toy_project.makepyfile(slow=SLOW_POLICY.replace("HOLD", str(HOLD)))
-    session = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--benchmark-task=stroll",
-         "--benchmark-episodes=30", "--benchmark-batch-size=1",
-         "--benchmark-policy=module:slow:deaf", f"--benchmark-metrics={toy_project.path / 'r.json'}"],
-        cwd=toy_project.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True,
-    )  # fmt: skip
-    sessions.append(session)
+    session = start_alone(toy_project, toy_project.path / "r.json", "stroll", "deaf", sessions)
     wait_for_episodes(toy_project, ("stroll",), 1)
     for _ in range(3):
         time.sleep(0.5)  # each one taken before the next: signals of one kind do not queue

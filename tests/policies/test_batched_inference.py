@@ -186,19 +186,26 @@ def test_a_batched_run_is_repeatable_and_says_so(
     assert read_metrics(tmp_path / "0.json")["run"]["batched_inference"] is True
 
 
+def act_session(
+    pytester: pytest.Pytester, checkpoints: dict[str, Path], batch: str, *extra: str
+) -> pytest.RunResult:
+    """A session of the ACT checkpoint on reach-v3 at ``batch``, in this process: LeRobot is
+    imported once for all of a test's sessions."""
+    return pytester.runpytest(
+        "-p", "no:cacheprovider", f"--benchmark-policy=lerobot:{checkpoints['act']}",
+        "--benchmark-task=reach-v3", "--benchmark-episodes=2", "--benchmark-max-steps=4",
+        "--benchmark-obs=pixels", f"--benchmark-image-size={SIZE}", "--benchmark-device=cpu",
+        f"--benchmark-batch-size={batch}", *extra,
+    )  # fmt: skip
+
+
 def test_the_gate_never_judges_batched_runs_by_batch_of_one_snapshots(
     pytester: pytest.Pytester, checkpoints: dict[str, Path]
 ):
     pytester.makepyfile(test_mw=TESTS)
 
     def run(*extra: str) -> pytest.RunResult:
-        # In this process: LeRobot is imported once for the three sessions.
-        return pytester.runpytest(
-            "-p", "no:cacheprovider", f"--benchmark-policy=lerobot:{checkpoints['act']}",
-            "--benchmark-task=reach-v3", "--benchmark-episodes=2", "--benchmark-max-steps=4",
-            "--benchmark-obs=pixels", f"--benchmark-image-size={SIZE}", "--benchmark-device=cpu",
-            "--benchmark-batch-size=2", *extra,
-        )  # fmt: skip
+        return act_session(pytester, checkpoints, "2", *extra)
 
     run("--snapshot-update").assert_outcomes(passed=1)
     batched = run("--benchmark-batched-inference")
@@ -228,12 +235,7 @@ def test_a_batch_of_one_is_recorded_as_batch_of_one_inference(
     pytester.makepyfile(test_mw=TESTS)
 
     def run(*extra: str) -> pytest.RunResult:
-        return pytester.runpytest(
-            "-p", "no:cacheprovider", f"--benchmark-policy=lerobot:{checkpoints['act']}",
-            "--benchmark-task=reach-v3", "--benchmark-episodes=2", "--benchmark-max-steps=4",
-            "--benchmark-obs=pixels", f"--benchmark-image-size={SIZE}", "--benchmark-device=cpu",
-            "--benchmark-batch-size=1", *extra,
-        )  # fmt: skip
+        return act_session(pytester, checkpoints, "1", *extra)
 
     run("--snapshot-update").assert_outcomes(passed=1)
     run("--benchmark-batched-inference", "--benchmark-metrics=one.json").assert_outcomes(passed=1)
