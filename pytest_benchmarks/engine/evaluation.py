@@ -16,6 +16,7 @@ from pytest_benchmarks.core.processors import EnvProcessors
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
 from pytest_benchmarks.engine import streams
 from pytest_benchmarks.engine.deadline import time_limit
+from pytest_benchmarks.engine.exits import policy_call
 from pytest_benchmarks.engine.recording import EpisodeRecorder
 from pytest_benchmarks.engine.rollout import StepTrace, run_episodes
 from pytest_benchmarks.engine.vector import LazyVectorEnv
@@ -75,7 +76,7 @@ def evaluate_task(
     started = time.perf_counter()
     try:
         with time_limit(timeout, task.id, notify), streams.kept_open() as closed:
-            acting = policy if isinstance(policy, Policy) else policy()
+            acting = policy if isinstance(policy, Policy) else policy_call(policy)
             result.policy = checked_identity(acting)
             if check_policy is not None:
                 check_policy(result.policy)

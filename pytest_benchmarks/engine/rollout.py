@@ -23,6 +23,7 @@ from pytest_benchmarks.core.plan import EpisodeSpec
 from pytest_benchmarks.core.policy import Policy
 from pytest_benchmarks.core.processors import EnvProcessors
 from pytest_benchmarks.core.results import EpisodeRecord
+from pytest_benchmarks.engine.exits import policy_call
 from pytest_benchmarks.engine.recording import EpisodeRecorder
 from pytest_benchmarks.engine.tallies import Tallies
 from pytest_benchmarks.engine.vector import reset_slots
@@ -113,7 +114,8 @@ def run_episodes(
         obs, info = reset_slots(env, specs)
         begun = [slot for slot, begins in specs.items() if begins is not None]
         if begun:
-            policy.reset(begun, [specs[slot][0] for slot in begun])  # type: ignore[index]
+            seeds = [specs[slot][0] for slot in begun]  # type: ignore[index]
+            policy_call(policy.reset, begun, seeds)
             if recorder is not None:
                 recorder.begin(begun)
         slots.begin(
@@ -128,7 +130,7 @@ def run_episodes(
         batch = processors(obs)
         processors.check(batch, n, layout=fresh)
         fresh = False
-        actions = policy.act(batch)
+        actions = policy_call(policy.act, batch)
         problem = check_actions(actions)
         if problem:
             raise ActionError(f"{problem} (policy {policy_name(policy)}; {slots.where()})")

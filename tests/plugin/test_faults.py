@@ -128,6 +128,36 @@ toybench.Walker.reset = closing
     assert rows(toy_project)["toy/walk"]["successes"] == 4
 
 
+def test_a_policy_that_calls_os_exit_ends_only_its_task(toy_project: pytest.Pytester):
+    """os._exit skips every finally: at -n 0 the session would end with the policy's status,
+    no line and no metrics. It fails the task that called it, and the run goes on; a thread
+    the policy started still ends the process as it asks (not tested: it would end this one)."""
+    toy_project.makeconftest(
+        toy_project.path.joinpath("conftest.py").read_text()
+        + """
+import os
+import toybench
+
+act = toybench.Walker.act
+
+def leaving(self, batch):
+    if batch["task"][0].startswith("Walk slowly"):
+        os._exit(3)
+    return act(self, batch)
+
+toybench.Walker.act = leaving
+"""
+    )
+    result = run_in_subprocess(toy_project, "--benchmark-task=stroll,walk", "--benchmark-episodes=2",
+                               "--benchmark-batch-size=1")  # fmt: skip
+    result.assert_outcomes(passed=2, failed=2)
+    found = rows(toy_project)
+    assert found["toy/stroll"]["error"] == (
+        "PolicyExit: the policy called os._exit(3); its task ends, the run goes on"
+    )
+    assert found["toy/walk"]["successes"] == 2 and found["toy/walk"]["error"] is None
+
+
 @pytest.mark.parametrize("batch", ["1", "2"])
 def test_envs_and_policies_that_raise_fail_only_their_task(toy_project: pytest.Pytester, batch):
     toy_project.makeconftest(
