@@ -26,6 +26,9 @@ START_S = 120.0
 #: Each node's object store: the tasks return rows of episodes, and Ray's default (30% of the
 #: memory per node) is a file in /tmp where /dev/shm is small, as in many containers.
 OBJECT_STORE_BYTES = 128 * 1024**2
+#: Where every node of the cluster listens: a loopback address, never the host's others. Not
+#: 127.0.0.1, which Ray replaces by the host's reachable address when a cluster starts.
+LOOPBACK = "127.0.0.2"
 
 
 def unavailable() -> str | None:
@@ -58,6 +61,7 @@ class LocalRay:
         """Start one more worker node of ``cpus`` CPUs (after one was lost, say)."""
         node = [
             f"--address={self.address}", f"--num-cpus={cpus}", "--num-gpus=0",
+            f"--node-ip-address={LOOPBACK}",
             f"--dashboard-agent-listen-port={free_port()}",
             f"--object-store-memory={OBJECT_STORE_BYTES}",
         ]  # fmt: skip
@@ -126,13 +130,14 @@ def cluster(nodes: int = 2, cpus: int = 1, env: dict[str, str] | None = None) ->
     # Short: Ray's unix sockets live under it (at most 107 characters in a socket's path).
     temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
     port = free_port()
-    address = f"127.0.0.1:{port}"
+    address = f"{LOOPBACK}:{port}"
     names = {"RAY_TMPDIR": str(temp), "RAY_ADDRESS": address}
     environment = {**(env if env is not None else os.environ), **names}
     running = LocalRay(address, names, temp, command=ray, environment=environment)
     try:
         head = [
             "--head", f"--port={port}", "--num-cpus=0", "--num-gpus=0",
+            f"--node-ip-address={LOOPBACK}",
             "--include-dashboard=false", f"--dashboard-port={free_port()}",
             f"--ray-client-server-port={free_port()}", f"--temp-dir={temp}",
             f"--dashboard-agent-listen-port={free_port()}",

@@ -31,7 +31,7 @@ def needs(settings: Settings) -> dict[str, Any]:
     return {"num_cpus": cpus, "num_gpus": 1 if settings.device == "cuda" else 0}
 
 
-def _answers(address: str) -> str | None:
+def answers(address: str) -> str | None:
     """Why nothing answers at HOST:PORT (checked by the option), or None when something does."""
     host, _, port = address.rpartition(":")
     try:
@@ -50,7 +50,7 @@ def connect(address: str, settings: Settings) -> None:
         raise OptionError(f"{FLAG} needs Ray: pip install 'pytest-benchmarks[ray]'") from None
     named = os.environ.get("RAY_ADDRESS", "") if address == "auto" else address
     if named and named != "auto" and ":" in named:
-        why = _answers(named.removeprefix("ray://"))
+        why = answers(named.removeprefix("ray://"))
         if why is not None:
             where = address if address != "auto" else f"auto (RAY_ADDRESS={named})"
             raise OptionError(

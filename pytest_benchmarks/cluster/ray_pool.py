@@ -25,7 +25,7 @@ from typing import Any
 from pytest_benchmarks.cluster import ray_connect, ray_serving
 from pytest_benchmarks.cluster.ray_node import NodeRequest, run_on_node, warm_up
 from pytest_benchmarks.core import catalog
-from pytest_benchmarks.core.errors import one_line
+from pytest_benchmarks.core.errors import TaskLost, one_line
 from pytest_benchmarks.core.policy import PolicyError
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.settings import Settings
@@ -148,6 +148,8 @@ class RayPool:
         self.function = ray.remote(run_on_node).options(max_retries=0, **self.needs)
         self.paths = tuple(p for p in sys.path if p and os.path.isdir(p))
         self.modules = tuple(catalog.registered_modules())
+        #: Why the cluster is gone, once it is.
+        self.gone: str | None = None
 
     @classmethod
     def open(
@@ -233,14 +235,21 @@ class RayPool:
             return remote.row
         if error.policy:
             raise PolicyError(error.line)
-        raise RemoteTaskError(error.trace or error.line)
+        if not error.trace:  # ended from here: the line is the whole story
+            raise TaskLost(error.line)
+        raise RemoteTaskError(error.trace)
 
     def pump(self) -> None:
-        """One look: the facts that arrived, the tasks whose Ray task ended."""
+        """One look: the facts that arrived, the tasks whose Ray task ended. A cluster that no
+        longer answers ends every task that has not ended, each in one line."""
         ray = self.ray
         running = {r.ref: r for r in self.remotes.values() if not r.ended and r.ref is not None}
-        ended, _ = ray.wait(list(running), num_returns=len(running), timeout=0)
-        self._take(0 if ended else WAIT_S)
+        try:
+            ended, _ = ray.wait(list(running), num_returns=len(running), timeout=0)
+            self._take(0 if ended else WAIT_S)
+        except ray.exceptions.RayError as exc:
+            self._lost_cluster(exc)
+            return
         for ref in ended:
             self._finished(running[ref], ref)
         self._past_deadline()
@@ -334,7 +343,18 @@ class RayPool:
     def _fail(self, remote: Remote, error: str) -> None:
         row = replace(remote.so_far(self.settings.planned), error=error)
         self._end(remote, row)
-        remote.error = TaskFailed(remote.task.id, error, trace=error)
+        remote.error = TaskFailed(remote.task.id, error)
+
+    def _lost_cluster(self, exc: BaseException) -> None:
+        """The mailbox no longer answers: every task not ended fails with what arrived."""
+        self.gone = cluster_gone(self.ray, self.settings.ray or "auto", exc)
+        planned = self.settings.planned
+        for remote in self.remotes.values():
+            if not remote.ended:
+                kept = remote.so_far(planned).n_episodes
+                self._fail(remote, f"ClusterLost: {remote.task.id}: {self.gone}; "
+                                   f"{kept} of {planned} episodes kept")  # fmt: skip
+                remote.ref = None
 
     def _timeout_error(self, remote: Remote) -> str:
         return (
@@ -362,8 +382,12 @@ class RayPool:
         if not running:  # all ended, or stopped already (an interrupt, then close)
             return
         deadline = time.monotonic() + DRAIN_S
-        while self._take(DRAIN_WAIT_S) and time.monotonic() < deadline:
-            pass
+        try:
+            while self._take(DRAIN_WAIT_S) and time.monotonic() < deadline:
+                pass
+        except self.ray.exceptions.RayError as exc:
+            self._lost_cluster(exc)
+            return
         for remote in running:
             if not remote.ended:
                 self.ray.cancel(remote.ref, force=True)
@@ -373,6 +397,22 @@ class RayPool:
         """Stop what still runs (an interrupted session), the nodes' policy servers, and leave
         the cluster."""
         self.stop()
+        if self.gone is not None:  # nothing there to stop; leave without waiting on it
+            with contextlib.suppress(Exception):
+                self.ray.shutdown()
+            return
         if self.settings.policy_server == "on":
             ray_serving.stop_all()
         self.ray.shutdown()
+
+
+def cluster_gone(ray: Any, address: str, exc: BaseException) -> str:
+    """Why the cluster stopped answering, in words: its head gone, or the link to it lost."""
+    try:
+        head = ray.get_runtime_context().gcs_address
+    except Exception:  # the reason below is then the error itself
+        head = ""
+    silent = ray_connect.answers(head) if head else None
+    if silent is not None:
+        return f"the Ray cluster at {address} is gone (its head at {head}: {silent})"
+    return f"the Ray cluster at {address} is gone from this session ({one_line(exc)[:200]})"

@@ -12,6 +12,11 @@ class EnvBuildError(RuntimeError):
     packages support reads as what it is, not as a traceback per test)."""
 
 
+class TaskLost(RuntimeError):
+    """A task ended from outside it (its node or its cluster lost, its time limit enforced from
+    the controller): the line says it all, and no traceback of the harness's own adds to it."""
+
+
 def installed(names: Iterable[str]) -> str:
     """``mujoco 4.0.1, metaworld 3.1.1``: the installed versions (``absent`` where not)."""
     found = []

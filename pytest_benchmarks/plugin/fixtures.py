@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 
 from pytest_benchmarks.core import catalog
-from pytest_benchmarks.core.errors import EnvBuildError
+from pytest_benchmarks.core.errors import EnvBuildError, TaskLost
 from pytest_benchmarks.core.features import FeatureMismatch
 from pytest_benchmarks.core.policy import Policy, PolicyError
 from pytest_benchmarks.core.processors import EnvProcessors
@@ -151,7 +151,7 @@ def evaluate(
             )
         except PolicyError as exc:
             unbuilt = f"{benchmark_task.id}: {exc}"
-        except EnvBuildError as exc:
+        except (EnvBuildError, TaskLost) as exc:
             unbuilt = str(exc)
         finally:
             reporter.end()

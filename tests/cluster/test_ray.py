@@ -227,3 +227,32 @@ def test_a_served_policy_has_one_server_per_node_that_acts_for_its_tasks(
         return {r["id"]: [[e[k] for k in keys] for e in r["episodes"]] for r in document["results"]}
 
     assert fields(on_ray) == fields(reference)
+
+
+def test_a_cluster_that_disappears_mid_task_gives_one_line_per_task_and_loses_nothing(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+):
+    """The whole cluster is killed (head and node) while walk holds at its fourth episode:
+    each task fails in one line that says the cluster is gone, no traceback, and the metrics
+    JSON keeps walk's three finished episodes, so --benchmark-resume can carry it on."""
+    pytester.makeconftest(TOY_CONFTEST)
+    pytester.makepyfile(test_toy=TOY_TESTS, noting=NOTING_POLICY)
+    for name in XDIST_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    with cluster(nodes=1, cpus=1, env={**os.environ, "HOLD_AT": str(HOLD)}) as ray_cluster:
+        run = subprocess.Popen(
+            [sys.executable, "-m", "pytest", *ARGS, "--benchmark-env=toy",
+             f"--benchmark-ray={ray_cluster.address}", "--benchmark-metrics=gone.json"],
+            cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        held(pytester, run, limit_s=300)
+        ray_cluster.stop()
+        out, _ = run.communicate(timeout=300)
+    assert run.returncode == pytest.ExitCode.TESTS_FAILED, out
+    assert "Traceback" not in out and "INTERNALERROR" not in out, out
+    gone = f"the Ray cluster at {ray_cluster.address} is gone"
+    for task in ("toy/walk", "toy/stroll"):
+        assert [line for line in out.splitlines() if task in line and gone in line], out
+    rows = {r["id"]: r for r in read_metrics(pytester.path / "gone.json")["results"]}
+    assert [e["index"] for e in rows["toy/walk"]["episodes"]] == list(range(HOLD - 1))
+    assert gone in rows["toy/walk"]["error"] and gone in rows["toy/stroll"]["error"]
