@@ -375,9 +375,10 @@ class RayPool:
                 remote.cancelled = True
                 self.ray.cancel(remote.ref, force=True)
 
-    def stop(self) -> None:
+    def stop(self, why: str = "KeyboardInterrupt") -> None:
         """An interrupted run: journal every fact already sent (the episodes a node finished
-        before the interrupt), then end what still runs on the cluster."""
+        before the interrupt), then end what still runs on the cluster, each such task's row
+        ended with ``why`` (the signal's error) and journaled, so none reads as lost."""
         running = [r for r in self.remotes.values() if not r.ended and r.ref is not None]
         if not running:  # all ended, or stopped already (an interrupt, then close)
             return
@@ -388,9 +389,13 @@ class RayPool:
         except self.ray.exceptions.RayError as exc:
             self._lost_cluster(exc)
             return
+        planned = self.settings.planned
         for remote in running:
             if not remote.ended:
                 self.ray.cancel(remote.ref, force=True)
+                kept = remote.so_far(planned).n_episodes
+                self._fail(remote, f"{why}: the session stopped; {remote.task.id}'s Ray task "
+                                   f"was cancelled after {kept} of {planned} episodes")  # fmt: skip
             remote.ref = None
 
     def close(self) -> None:

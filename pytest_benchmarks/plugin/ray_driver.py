@@ -13,6 +13,7 @@ import pytest
 from pytest_benchmarks.cluster.ray_pool import RayPool
 from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.core.values import OptionError
+from pytest_benchmarks.plugin import signals
 from pytest_benchmarks.plugin.assertion import stopping_rule
 from pytest_benchmarks.plugin.session import SessionState
 from pytest_benchmarks.plugin.snapshot_extension import benchmark_param
@@ -79,7 +80,7 @@ class RayDriver:
     def pytest_keyboard_interrupt(self) -> None:
         """Before the session writes what it has: the episodes the nodes sent, then stop them."""
         if self.state.remote is not None:
-            self.state.remote.stop()
+            self.state.remote.stop(signals.stopped_by())
 
     def pytest_unconfigure(self) -> None:
         if self.state.remote is not None:

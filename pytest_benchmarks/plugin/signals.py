@@ -60,12 +60,19 @@ def as_sent(error: str | None) -> str | None:
     if error is None or received in (None, signal.SIGTERM) or not error.startswith(forwarded):
         return error
     # What the worker would have recorded had the signal reached it directly.
-    name = (
-        "KeyboardInterrupt"
-        if received == signal.SIGINT
-        else f"Terminated: {signal.Signals(received).name}"
+    return (
+        stopped_by()
+        + error.removeprefix(forwarded)
+        + " (sent to the controller, passed on as SIGTERM)"
     )
-    return name + error.removeprefix(forwarded) + " (sent to the controller, passed on as SIGTERM)"
+
+
+def stopped_by() -> str:
+    """The error a task stopped by the session's signal records: ``KeyboardInterrupt`` for
+    Ctrl-C (or no signal known), ``Terminated: SIGTERM`` and the like otherwise."""
+    if received in (None, signal.SIGINT):
+        return "KeyboardInterrupt"
+    return f"Terminated: {signal.Signals(received).name}"
 
 
 def child_pids() -> list[int]:

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -133,11 +134,18 @@ def test_a_node_killed_or_a_session_interrupted_mid_task_loses_no_finished_episo
             cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
         held(pytester, run, limit_s=300)
+        _ended_on_the_cluster(pytester.path / "cut.json.journal", "toy/stroll", run)
         run.send_signal(signal.SIGINT)
         out, _ = run.communicate(timeout=120)
         assert run.returncode == pytest.ExitCode.INTERRUPTED, out
         cut = {r["id"]: r for r in read_metrics(pytester.path / "cut.json")["results"]}
         assert [e["index"] for e in cut["toy/walk"]["episodes"]] == list(range(HOLD - 1))
+        # The Ctrl-C named on the task it stopped; the task that had ended stays as it ended.
+        assert cut["toy/walk"]["error"] == (
+            f"KeyboardInterrupt: the session stopped; toy/walk's Ray task was cancelled after "
+            f"{HOLD - 1} of {EPISODES} episodes"
+        )
+        assert cut["toy/stroll"]["error"] is None and len(cut["toy/stroll"]["episodes"]) == EPISODES
         assert not [p for p in ray_cluster.processes() if p.name().startswith("ray::run_on")]
         (pytester.path / "go").touch()
         resumed = subprocess.run(
@@ -150,6 +158,18 @@ def test_a_node_killed_or_a_session_interrupted_mid_task_loses_no_finished_episo
     whole = outcomes(read_metrics(pytester.path / "whole.json"))
     for name in ("ray.json", "cut.json"):
         assert outcomes(read_metrics(pytester.path / name)) == whole, name
+
+
+def _ended_on_the_cluster(journal: Path, task: str, run: subprocess.Popen[str]) -> None:
+    """Until the session has journaled ``task``'s end (its row arrived from its node)."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        assert run.poll() is None, run.communicate()[0]
+        lines = [line for f in journal.glob("*.jsonl") for line in f.read_text().splitlines()]
+        if any('"task_ended"' in line and f'"{task}"' in line for line in lines):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{task} never ended on the cluster")
 
 
 def test_what_the_cluster_cannot_run_is_refused_in_one_line_before_any_episode(
