@@ -45,7 +45,6 @@ from pytest_benchmarks.engine.progress import Progress
 from pytest_benchmarks.engine.run import RunEngine
 from pytest_benchmarks.engine.vector import exit_if_reimporting_main
 from pytest_benchmarks.policies import make_policy
-from pytest_benchmarks.serving.launch import PolicyServers
 
 if TYPE_CHECKING:
     from pytest_benchmarks.cluster.ray_pool import RayPool
@@ -132,6 +131,38 @@ def evaluate(
     exit_if_reimporting_main()  # a vector env's worker running an unguarded script again
     # The keywords by name, as the registry names them (this function's locals at entry).
     given = {API_KEYWORDS[name]: value for name, value in locals().items() if name in API_KEYWORDS}
+    check_policy(policy, ray)
+    settings = validation.build(
+        root=Path.cwd(),
+        **given,
+        env=[benchmarks] if isinstance(benchmarks, str) else benchmarks,
+        policy=policy if isinstance(policy, str) else PolicySpec.object(),
+    )
+    if batch_size is None and isinstance(policy, Policy):
+        settings = replace(settings, batch_size=1)
+    settings = resolved_here(settings, write=metrics is not None)
+    lines = None if progress is None else ProgressLines(settings.progress_s)
+    return run_locked(settings, policy, write=metrics is not None, progress=lines)
+
+
+def resolved_here(settings: Settings, write: bool) -> Settings:
+    """The settings of a run in this one process, with the refusals only a call can earn: a
+    resume or a server wait that asks for nothing, outputs that cannot be written."""
+    if settings.resume and not write:
+        raise validation.OptionError("--benchmark-resume: needs metrics=PATH, the run to carry on")
+    # One process, no workers to serve: the run block records the server as off.
+    settings = lifecycle.resolved(settings, workers=0)
+    unserved = lifecycle.unserved_wait(settings)
+    if unserved is not None:  # in one process auto never serves: the call asks for nothing
+        raise validation.OptionError(f"{unserved}; drop it, or give policy_server='on'")
+    validation.check_record_path(settings.record, settings.resume)
+    if write:
+        validation.check_metrics_path(settings.metrics)
+    return settings
+
+
+def check_policy(policy: object, ray: str | None) -> None:
+    """``policy`` is a spec, a Policy or a factory, and a spec where Ray's nodes build it."""
     if isinstance(policy, type):  # its methods make the class itself look like a Policy
         raise validation.OptionError(
             f"policy: {policy!r} is a class, not a Policy; pass an instance "
@@ -142,31 +173,11 @@ def evaluate(
             f"policy: {policy!r} is not a spec (a string such as 'scripted'), a Policy (an object "
             "with reset, act and identity) or a factory (config, num_envs) -> Policy"
         )
-    settings = validation.build(
-        root=Path.cwd(),
-        **given,
-        env=[benchmarks] if isinstance(benchmarks, str) else benchmarks,
-        policy=policy if isinstance(policy, str) else PolicySpec.object(),
-    )
-    if batch_size is None and isinstance(policy, Policy):
-        settings = replace(settings, batch_size=1)
     if ray is not None and not isinstance(policy, str):
         raise validation.OptionError(
             "--benchmark-ray: each node builds the policy from its spec; give policy as a spec "
             "string (e.g. 'lerobot:DIR'), not an object or a factory"
         )
-    if resume and metrics is None:
-        raise validation.OptionError("--benchmark-resume: needs metrics=PATH, the run to carry on")
-    # One process, no workers to serve: the run block records the server as off.
-    settings = lifecycle.resolved(settings, workers=0)
-    unserved = lifecycle.unserved_wait(settings)
-    if unserved is not None:  # in one process auto never serves: the call asks for nothing
-        raise validation.OptionError(f"{unserved}; drop it, or give policy_server='on'")
-    validation.check_record_path(settings.record, settings.resume)
-    if metrics is not None:
-        validation.check_metrics_path(settings.metrics)
-    lines = None if progress is None else ProgressLines(settings.progress_s)
-    return run_locked(settings, policy, write=metrics is not None, progress=lines)
 
 
 def run_locked(
@@ -176,11 +187,10 @@ def run_locked(
     holds its outputs (the metrics file when it ``write``s one, the record folder) meanwhile,
     and its policy server when it has one."""
     opened = Run.open(settings, select(settings).tasks, owner=True, metrics=write, journaling=write)
-    served = settings.policy_server == "on" and settings.ray is None  # Ray's nodes serve theirs
-    servers = PolicyServers(settings) if served else None
     complete = False
     try:
-        server = None if servers is None else servers.start()[0].text()
+        endpoints = opened.serve()
+        server = endpoints[0].text() if endpoints else None
         out = run(opened.engine, policy, write, progress, server)
         complete = write  # the file holds every row: the journal is no longer needed
         record = settings.record
@@ -191,8 +201,6 @@ def run_locked(
             out.dataset = build_dataset(parts_dir(record), record)
         return out
     finally:
-        if servers is not None:
-            servers.stop()
         opened.close(complete)
 
 

@@ -5,7 +5,9 @@ Opening decides what the validated settings leave open (the policy server, from 
 the image size a LeRobot checkpoint declares), takes the run's outputs (the metrics file, the
 record folder) so no other session writes them, discards an earlier run's journal where this
 is a new run (it would mix in), and starts the ``RunEngine`` (which reads a resumed file).
-Closing removes the journal once the metrics file holds every row, and releases the outputs.
+``serve`` starts the run's policy servers, the one place they start; closing (or releasing)
+stops them, removes the journal once the metrics file holds every row, and releases the
+outputs.
 Every refusal on the way is one line (``OptionError``; a resumed file, ``ResumeError``), and a
 refused open leaves nothing locked.
 """
@@ -22,6 +24,7 @@ from pytest_benchmarks.engine.run import RunEngine
 from pytest_benchmarks.engine.vector import slots_for
 from pytest_benchmarks.metrics import journal
 from pytest_benchmarks.policies.declared import with_declared_images
+from pytest_benchmarks.policies.endpoint import Endpoint
 from pytest_benchmarks.serving import launch
 
 
@@ -65,6 +68,8 @@ class Run:
     locks: list[OutputLock] = field(default_factory=list)
     #: What discarding an earlier run's journal removed, for the session's header (or None).
     journal_line: str | None = None
+    #: The policy servers ``serve`` started, until ``stop_serving``.
+    servers: launch.PolicyServers | None = None
 
     @classmethod
     def open(
@@ -98,6 +103,22 @@ class Run:
             raise
         return cls(engine, locks, line)
 
+    def serve(self) -> list[Endpoint]:
+        """Start the run's policy servers, one per device, where this process serves them
+        (``--benchmark-policy-server`` on, resolved; on Ray each node serves its own tasks):
+        their endpoints, or none."""
+        settings = self.engine.settings
+        if settings.policy_server != "on" or settings.ray is not None or self.servers:
+            return [] if self.servers is None else self.servers.endpoints
+        self.servers = launch.PolicyServers(settings)
+        return self.servers.start()
+
+    def stop_serving(self) -> None:
+        """Stop the policy servers (idempotent)."""
+        servers, self.servers = self.servers, None
+        if servers is not None:
+            servers.stop()
+
     def close(self, complete: bool) -> None:
         """End the run: with ``complete`` (its metrics file holds every row), its journal is
         no longer needed and goes; its outputs are released either way."""
@@ -108,9 +129,13 @@ class Run:
             self.release()
 
     def release(self) -> None:
-        """Let other sessions write the run's outputs again (idempotent)."""
-        for lock in self.locks:
-            lock.release()
+        """Stop the policy servers and let other sessions write the run's outputs again
+        (idempotent)."""
+        try:
+            self.stop_serving()
+        finally:
+            for lock in self.locks:
+                lock.release()
 
 
 def _discard_earlier_journal(settings: Settings) -> str | None:

@@ -33,7 +33,6 @@ from pytest_benchmarks.plugin.progress import progress_line
 from pytest_benchmarks.plugin.recording import build_record
 from pytest_benchmarks.plugin.session import SERVER_KEY, WORKER_COUNTS, WORKER_EVENTS, SessionState
 from pytest_benchmarks.plugin.watchdog import Watchdog
-from pytest_benchmarks.serving.launch import PolicyServers
 
 #: How long a worker whose channel closed is given to show its exit status.
 EXIT_WAIT_S = 0.25
@@ -197,7 +196,7 @@ class Controller:
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         """Hand each xdist worker its policy server, the workers spread over the devices."""
-        servers = self.state.servers
+        servers = self.state.run.servers
         if servers is not None:
             number = str(node.gateway.id).removeprefix("gw")
             index = int(number) if number.isdigit() else 0
@@ -227,15 +226,8 @@ class Controller:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """Start the watchdog and the policy servers (before xdist starts its workers)."""
-        settings = self.state.settings
-        # On Ray each node serves its own tasks (cluster.ray_serving).
-        if (
-            settings.policy_server == "on"
-            and settings.ray is None
-            and not self.config.option.collectonly
-        ):
-            servers = self.state.servers = PolicyServers(self.state.settings)
-            endpoints = servers.start()
+        endpoints = [] if self.config.option.collectonly else self.state.run.serve()
+        if endpoints:
             self.show(
                 "policy server: "
                 + ", ".join(f"{e.device} (pid {e.pid}, log {e.log})" for e in endpoints)
@@ -250,8 +242,7 @@ class Controller:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.watchdog is not None:
             self.watchdog.stop()
-        if self.state.servers is not None:
-            self.state.servers.stop()
+        self.state.run.stop_serving()
         # Without xdist, a task interrupted by Ctrl-C never got a test report; its partial
         # result is still in this process's cache.
         for result in self.state.cache.values():

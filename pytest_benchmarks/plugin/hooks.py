@@ -115,8 +115,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE, None)
     if state is not None:
         state.run.release()
-    if state is not None and state.servers is not None:
-        state.servers.stop()
     config.stash.get(RESTORE_SIGNALS, lambda: None)()
     config.stash.get(RESTORE_WARNINGS, lambda: None)()
 

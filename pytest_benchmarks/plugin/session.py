@@ -19,7 +19,6 @@ from pytest_benchmarks.engine.run import RunEngine
 from pytest_benchmarks.metrics.gate import Comparison
 from pytest_benchmarks.metrics.resume import ResumeError
 from pytest_benchmarks.plugin import options
-from pytest_benchmarks.serving.launch import PolicyServers
 
 if TYPE_CHECKING:
     from pytest_benchmarks.cluster.ray_pool import RayPool
@@ -50,8 +49,6 @@ class SessionState:
     gate_families: dict[str, tuple[frozenset[str], int, int]] = field(default_factory=dict)
     #: What the policies left running and the session ended, one line each (the summary's).
     leftover_lines: list[str] = field(default_factory=list)
-    #: The controller's policy servers (--benchmark-policy-server), stopped at the end.
-    servers: PolicyServers | None = None
     #: The policy server this process's policies act through (an endpoint's text), or None.
     endpoint: str | None = None
     #: --benchmark-ray: the cluster the controller's tests take their rows from.
