@@ -21,12 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_benchmarks.core import validation
-from pytest_benchmarks.core.benchmark import Benchmark
-from pytest_benchmarks.core.errors import short
-from pytest_benchmarks.core.features import Feature
 from pytest_benchmarks.core.files import parts_dir
-from pytest_benchmarks.core.policy import Policy, PolicyError
-from pytest_benchmarks.core.policy_spec import Loading, PolicySpec
+from pytest_benchmarks.core.policy import Policy
+from pytest_benchmarks.core.policy_spec import PolicySpec
 from pytest_benchmarks.core.results import TaskResult, progress_text
 from pytest_benchmarks.core.selection import select
 from pytest_benchmarks.core.settings import (
@@ -44,7 +41,7 @@ from pytest_benchmarks.engine.metrics_file import MetricsFile
 from pytest_benchmarks.engine.progress import Progress
 from pytest_benchmarks.engine.run import RunEngine
 from pytest_benchmarks.engine.vector import exit_if_reimporting_main
-from pytest_benchmarks.policies import make_policy
+from pytest_benchmarks.policies import build_policy
 
 if TYPE_CHECKING:
     from pytest_benchmarks.cluster.ray_pool import RayPool
@@ -286,26 +283,3 @@ def ray_pool(engine: RunEngine) -> RayPool:
         if task.id not in engine.kept:
             pool.submit(task, engine.resumed.get(task.id))
     return pool
-
-
-def build_policy(
-    policy: PolicySpec | str | Policy | Callable[[EnvConfig, int], Policy],
-    benchmark: Benchmark,
-    config: EnvConfig,
-    num_envs: int,
-    loading: Loading,
-    features: dict[str, Feature],
-) -> Policy:
-    """The task's policy from a spec, an instance (used as is) or a factory."""
-    if isinstance(policy, (str, PolicySpec)):
-        return make_policy(policy, benchmark, config, num_envs, loading, features)
-    if isinstance(policy, Policy):
-        return policy
-    made = policy(config, num_envs)
-    if isinstance(made, type) or not isinstance(made, Policy):
-        name = getattr(policy, "__name__", None) or short(policy, 40)
-        raise PolicyError(
-            f"policy: the factory {name}(config, num_envs) returned {short(made)}, not a Policy "
-            "(an object with reset, act and identity)"
-        )
-    return made

@@ -18,13 +18,13 @@ import os
 import sys
 import traceback
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from pytest_benchmarks.cluster import ray_serving
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.errors import one_line
-from pytest_benchmarks.core.features import FeatureMismatch
-from pytest_benchmarks.core.policy import Policy, PolicyError
+from pytest_benchmarks.core.policy import PolicyError
 from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.settings import Settings
 from pytest_benchmarks.core.tasks import TaskRef
@@ -38,9 +38,7 @@ from pytest_benchmarks.metrics.events import (
     TaskStarted,
 )
 from pytest_benchmarks.metrics.gate.sequential import SequentialStop
-from pytest_benchmarks.policies import make_policy
-from pytest_benchmarks.policies.endpoint import PolicyServerError
-from pytest_benchmarks.policies.hub import PolicySourceError
+from pytest_benchmarks.policies import build_policy
 
 
 @dataclass(frozen=True)
@@ -122,14 +120,8 @@ def run_on_node(request: NodeRequest, mailbox: Any) -> None:
             if started is not None:
                 tell(Notice(task.id, started), wait=False)
 
-        def build() -> Policy:
-            try:
-                return make_policy(
-                    settings.policy, env.benchmark, env.config, env.num_envs,
-                    loading, processors.features,
-                )  # fmt: skip
-            except (PolicySourceError, FeatureMismatch, PolicyServerError) as exc:
-                raise PolicyError(str(exc)) from None
+        build = partial(build_policy, settings.policy, env.benchmark, env.config, env.num_envs,
+                        loading, processors.features)  # fmt: skip
 
         def episode(result: TaskResult) -> None:
             tell(EpisodeFinished.of(task.id, result.episodes[-1], result.policy))

@@ -13,7 +13,6 @@ import pytest
 
 from pytest_benchmarks.core import catalog
 from pytest_benchmarks.core.errors import EnvBuildError, TaskLost
-from pytest_benchmarks.core.features import FeatureMismatch
 from pytest_benchmarks.core.policy import Policy, PolicyError
 from pytest_benchmarks.core.processors import EnvProcessors
 from pytest_benchmarks.core.results import TaskResult
@@ -25,9 +24,7 @@ from pytest_benchmarks.plugin.rerun import rerun_command
 from pytest_benchmarks.plugin.session import PENDING, get_state
 from pytest_benchmarks.plugin.speed import SpeedProbe
 from pytest_benchmarks.plugin.timeouts import fixture_value
-from pytest_benchmarks.policies import make_policy
-from pytest_benchmarks.policies.endpoint import PolicyServerError
-from pytest_benchmarks.policies.hub import PolicySourceError
+from pytest_benchmarks.policies import build_policy
 
 
 @pytest.fixture
@@ -71,7 +68,7 @@ def policy(
     settings = state.settings
     worker = getattr(request.config, "workerinput", {}).get("workerid")
     try:
-        return make_policy(
+        return build_policy(
             settings.policy,
             vector_env.benchmark,
             vector_env.config,
@@ -80,7 +77,7 @@ def policy(
             env_processors.features,
             worker,
         )
-    except (PolicySourceError, FeatureMismatch, PolicyServerError) as exc:
+    except PolicyError as exc:
         pytest.fail(f"{benchmark_task.id}: {exc}", pytrace=False)
 
 

@@ -1,20 +1,55 @@
-"""Policy sources, and ``make_policy``, which builds the one a ``--benchmark-policy`` spec names."""
+"""Policy sources; ``make_policy``, which builds the one a ``--benchmark-policy`` spec names, and
+``build_policy``, the one way every run builds a task's policy (``evaluate()``, the plugin's
+``policy`` fixture, a Ray node)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from pytest_benchmarks.core.policy import Policy
+from pytest_benchmarks.core.errors import short
+from pytest_benchmarks.core.features import FeatureMismatch
+from pytest_benchmarks.core.policy import Policy, PolicyError
 from pytest_benchmarks.core.policy_spec import Loading, PolicySpec
-from pytest_benchmarks.policies.hub import worker_device
+from pytest_benchmarks.policies.endpoint import PolicyServerError
+from pytest_benchmarks.policies.hub import PolicySourceError, worker_device
 
 if TYPE_CHECKING:
     from pytest_benchmarks.core.benchmark import Benchmark
     from pytest_benchmarks.core.features import Feature
     from pytest_benchmarks.core.tasks import EnvConfig
 
-__all__ = ["Policy", "make_policy"]
+__all__ = ["Policy", "build_policy", "make_policy"]
+
+
+def build_policy(
+    policy: PolicySpec | str | Policy | Callable[[EnvConfig, int], Policy],
+    benchmark: Benchmark,
+    config: EnvConfig,
+    num_envs: int,
+    loading: Loading,
+    features: dict[str, Feature],
+    worker: str | None = None,
+) -> Policy:
+    """The task's policy from a spec, an instance (used as is) or a factory. A policy that
+    cannot be built (its source, its features, its server, a factory that returns no Policy)
+    is ``PolicyError`` in one line: the task's error, before any episode."""
+    if isinstance(policy, Policy):
+        return policy
+    if isinstance(policy, (str, PolicySpec)):
+        try:
+            return make_policy(policy, benchmark, config, num_envs, loading, features, worker)
+        except (PolicySourceError, FeatureMismatch, PolicyServerError) as exc:
+            raise PolicyError(str(exc)) from None
+    made = policy(config, num_envs)
+    if isinstance(made, type) or not isinstance(made, Policy):
+        name = getattr(policy, "__name__", None) or short(policy, 40)
+        raise PolicyError(
+            f"policy: the factory {name}(config, num_envs) returned {short(made)}, not a Policy "
+            "(an object with reset, act and identity)"
+        )
+    return made
 
 
 def make_policy(
