@@ -178,8 +178,7 @@ class Controller:
                 )
                 planned = self.state.settings.planned
                 crashed = TaskResult(task, planned=planned, error=error)
-            self.state.results[task_id] = crashed
-            self.write(partial=True, exitstatus=None)
+            self.dispatch(events.TaskEnded.of(crashed), name)  # the road every row takes
         report.longrepr = error
         for nodeid in getattr(sched, "dropped", {}).pop(crashitem, []):
             self.config.hook.pytest_runtest_logreport(
