@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -103,28 +104,7 @@ def run_episodes(
     check_actions = ActionCheck(env.single_action_space, n)
     pending = deque(plan)
     slots = Tallies(n)
-
-    def start(ids: Sequence[int]) -> object:
-        """Start the next planned episodes in slots ``ids``; park the slots left without one."""
-        specs: dict[int, tuple[int, int, int] | None] = {}
-        for slot in ids:
-            spec = pending.popleft() if pending else None
-            slots.assign(slot, spec)
-            specs[slot] = None if spec is None else (spec.seed, spec.init_state, spec.index)
-        obs, info = reset_slots(env, specs)
-        begun = [slot for slot, begins in specs.items() if begins is not None]
-        if begun:
-            seeds = [specs[slot][0] for slot in begun]  # type: ignore[index]
-            policy_call(policy.reset, begun, seeds)
-            if recorder is not None:
-                recorder.begin(begun)
-        slots.begin(
-            begun, time.perf_counter(), info.get(initial_state.INFO_KEY),
-            info.get(initial_state.SKETCH_KEY),
-        )  # fmt: skip
-        return obs
-
-    obs = start(range(n))
+    obs = start_episodes(env, policy, pending, slots, range(n), recorder)
     fresh = True  # an episode started: check the observations' shapes and dtypes too
     while any(slots.active):
         batch = processors(obs)
@@ -143,27 +123,82 @@ def run_episodes(
         slots.add(step_rewards, wins.tolist())
         done = terminated | truncated
         if recorder is not None or trace is not None:
-            live = slots.live()
-            if recorder is not None:
-                recorder.add(batch, actions, rewards, done, wins, live)
-            if trace is not None:
-                for slot in live:
-                    trace(running_index(slots, slot), slots.steps[slot], actions[slot],
-                          float(rewards[slot]), bool(wins[slot]))  # fmt: skip
+            report_step(slots, batch, actions, rewards, done, wins, recorder, trace)
         ended = [slot for slot, end in enumerate(done.tolist()) if end]
         if not ended:
             continue
-        now = time.perf_counter()
-        for slot in ended:
-            record = slots.end(slot, now)
-            on_episode(record)  # in the results and the journal before a write that may fail
-            if recorder is not None:
-                recorder.end(slot, record)
+        end_episodes(slots, ended, on_episode, recorder)
         if pending and stop is not None and stop():
             pending.clear()  # decided: the slots are parked as their episodes end
         if any(slots.active) or pending:
-            obs = start(ended)
+            obs = start_episodes(env, policy, pending, slots, ended, recorder)
             fresh = True
+
+
+def start_episodes(
+    env: VectorEnv,
+    policy: Policy,
+    pending: deque[EpisodeSpec],
+    slots: Tallies,
+    ids: Sequence[int],
+    recorder: EpisodeRecorder | None,
+) -> object:
+    """Start the next planned episodes in slots ``ids``; park the slots left without one.
+    Returns the env's observations, the fresh slots' first ones among them."""
+    specs: dict[int, tuple[int, int, int] | None] = {}
+    for slot in ids:
+        spec = pending.popleft() if pending else None
+        slots.assign(slot, spec)
+        specs[slot] = None if spec is None else (spec.seed, spec.init_state, spec.index)
+    obs, info = reset_slots(env, specs)
+    begun = [slot for slot, begins in specs.items() if begins is not None]
+    if begun:
+        seeds = [specs[slot][0] for slot in begun]  # type: ignore[index]
+        policy_call(policy.reset, begun, seeds)
+        if recorder is not None:
+            recorder.begin(begun)
+    slots.begin(
+        begun, time.perf_counter(), info.get(initial_state.INFO_KEY),
+        info.get(initial_state.SKETCH_KEY),
+    )  # fmt: skip
+    return obs
+
+
+def report_step(
+    slots: Tallies,
+    batch: Mapping[str, Any],
+    actions: np.ndarray,
+    rewards: np.ndarray,
+    done: np.ndarray,
+    wins: np.ndarray,
+    recorder: EpisodeRecorder | None,
+    trace: StepTrace | None,
+) -> None:
+    """Report a step of the running episodes to the recorder and the trace, where given; the
+    loop calls it only then, so a plain run pays nothing for either."""
+    live = slots.live()
+    if recorder is not None:
+        recorder.add(batch, actions, rewards, done, wins, live)
+    if trace is not None:
+        for slot in live:
+            trace(running_index(slots, slot), slots.steps[slot], actions[slot],
+                  float(rewards[slot]), bool(wins[slot]))  # fmt: skip
+
+
+def end_episodes(
+    slots: Tallies,
+    ended: Sequence[int],
+    on_episode: Callable[[EpisodeRecord], None],
+    recorder: EpisodeRecorder | None,
+) -> None:
+    """Close the records of the episodes that ended in slots ``ended`` at one time, each
+    delivered before the recorder writes it, so a write that fails leaves it in the results."""
+    now = time.perf_counter()
+    for slot in ended:
+        record = slots.end(slot, now)
+        on_episode(record)  # in the results and the journal before a write that may fail
+        if recorder is not None:
+            recorder.end(slot, record)
 
 
 def policy_name(policy: Policy) -> str:
