@@ -219,15 +219,38 @@ def drift_run(args: argparse.Namespace) -> int:
     return 1 if any(d.moved and not d.environment for d in found) else 0
 
 
+#: What ``build_parser`` adds each command's parser to.
+type Commands = argparse._SubParsersAction[argparse.ArgumentParser]
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line: every command and option with its help."""
     parser = argparse.ArgumentParser(prog="pytest-benchmarks", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
+    for add in (
+        _merge_command,
+        _compare_command,
+        _report_command,
+        _slurm_command,
+        _plan_command,
+        _drift_command,
+        _record_build_command,
+    ):
+        add(commands)  # in this order in --help
+    return parser
+
+
+def _merge_command(commands: Commands) -> None:
+    """``merge``: the shards' metrics files in, one run out."""
     merge_cmd = commands.add_parser("merge", help="join shards' metrics into one run")
     merge_cmd.add_argument("inputs", nargs="+", type=Path, metavar="METRICS.json",
                            help="the shards' metrics files")  # fmt: skip
     merge_cmd.add_argument("-o", "--output", type=Path, required=True, metavar="OUT.json",
                            help="where to write the merged run")  # fmt: skip
+
+
+def _compare_command(commands: Commands) -> None:
+    """``compare``: two runs and the gate's options."""
     compare_cmd = commands.add_parser(
         "compare", help="gate NEW against OLD; exit 1 on regression (metrics JSON or "
         "lerobot-eval's eval_info.json, in any mix)",
@@ -235,6 +258,10 @@ def build_parser() -> argparse.ArgumentParser:
     compare_cmd.add_argument("old", type=Path, metavar="OLD.json", help="the baseline run")
     compare_cmd.add_argument("new", type=Path, metavar="NEW.json", help="the run to judge")
     _gate_options(compare_cmd, *GATE_OPTIONS)
+
+
+def _report_command(commands: Commands) -> None:
+    """``report``: a run, its baseline and the gate's options, and where the table and chart go."""
     report_cmd = commands.add_parser("report", help="Markdown table and PNG chart of a run")
     report_cmd.add_argument("run", type=Path, metavar="RUN.json", help="the run to report")
     report_cmd.add_argument("--baseline", type=Path, metavar="OLD.json",
@@ -244,6 +271,10 @@ def build_parser() -> argparse.ArgumentParser:
                             help="write the Markdown here (default: stdout)")  # fmt: skip
     report_cmd.add_argument("--png", type=Path, metavar="CHART.png",
                             help="also draw a chart (.png, .svg or .pdf)")  # fmt: skip
+
+
+def _slurm_command(commands: Commands) -> None:
+    """``slurm``: the array's shards, output folder and retries, and the session's arguments."""
     slurm_cmd = commands.add_parser(
         "slurm", help="run a session as a Slurm array job of shards and a job that merges them",
         description="pytest-benchmarks slurm --shards N --out DIR -- PYTEST_ARGS: each array "
@@ -267,6 +298,10 @@ def build_parser() -> argparse.ArgumentParser:
                            "nothing")  # fmt: skip
     slurm_cmd.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="-- PYTEST_ARGS",
                            help="the session's arguments, after --")  # fmt: skip
+
+
+def _plan_command(commands: Commands) -> None:
+    """``plan``: the planned gate's tasks, rates, drops and pairings, and the simulation's."""
     plan_cmd = commands.add_parser(
         "plan", help="power, false alarms and episodes used of a planned gate, fixed and "
         "sequential side by side, by simulation with the gate's own code",
@@ -295,6 +330,10 @@ def build_parser() -> argparse.ArgumentParser:
     plan_cmd.add_argument("--json", action="store_true",
                           help="print the rows as JSON: gate, pairing, rate, drop, false_alarms, "
                           "caught, episodes, sessions, mc_error")  # fmt: skip
+
+
+def _drift_command(commands: Commands) -> None:
+    """``drift``: the snapshots' folder and which of them to reset."""
     drift_cmd = commands.add_parser(
         "drift", help="reset every snapshot episode's initial state under the installed "
         "environment (no policy) and say per task how many moved, and what changed",
@@ -306,11 +345,14 @@ def build_parser() -> argparse.ArgumentParser:
                            help="only this benchmark's snapshots (repeatable)")  # fmt: skip
     drift_cmd.add_argument("--batch-size", type=int, default=None, metavar="N",
                            help="envs stepped at once per task (default: as a run)")  # fmt: skip
+
+
+def _record_build_command(commands: Commands) -> None:
+    """``record-build``: the recording run's directory."""
     build_cmd = commands.add_parser(
         "record-build", help="write the LeRobotDataset of a --benchmark-record run from DIR.parts"
     )
     build_cmd.add_argument("dir", type=Path, metavar="DIR", help="the --benchmark-record DIR")
-    return parser
 
 
 def _gate_options(parser: argparse.ArgumentParser, *flags: str) -> None:
