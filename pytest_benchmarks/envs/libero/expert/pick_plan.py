@@ -58,7 +58,9 @@ class PickPlanner(PickScene):
     steer: bool
 
     def _plan(self) -> None:
-        """The step planned from where the objects are now (``excluded`` worked out)."""
+        """The step planned from where the objects are now (``excluded`` worked out): the
+        finger line, the grasp, the place and the hand's way, in that order, each part reading
+        what the ones before it set."""
         sim = self.env.sim
         self.grip = GripSite(self.env)
         self.upright = self.grip.orientation()  # as the step began
@@ -71,10 +73,23 @@ class PickPlanner(PickScene):
         self.under: Rotation | None = None
         self.way_in: list[np.ndarray] = []
         self.way_out: list[np.ndarray] = []
-        # Fingers along y, unless something overhead (a cabinet's top) stands in the long
-        # hand's way there and not with the hand turned a quarter, fingers along x.
         bodies = self._bodies()
         overhead = self._overhead(box, bodies)
+        out = self._plan_line(box, bodies, overhead)
+        self._plan_grasp(box, own, bodies, overhead)
+        self.below_grasp = self.grasp[2] - box.low[2]  # object bottom under the fingers
+        self.over_beside = self._over_beside(bodies, overhead)
+        self.leaving = self._leaving(bodies)
+        self._plan_place(box, own, out)
+        self._plan_carry(box, bodies)
+
+    def _plan_line(
+        self, box: Box, bodies: dict[int, list[Box]], overhead: list[Box]
+    ) -> list[np.ndarray]:
+        """The finger line the object is taken on (``turned``, ``line``, ``steer``,
+        ``quarter``), and per line (along x, along y) the shift of the place out along a
+        drawer. Fingers along y, unless something overhead (a cabinet's top) stands in the
+        long hand's way there and not with the hand turned a quarter, fingers along x."""
         # Into a drawer, the same at the place (the hand as it will hold the object there), the
         # place moved out along the drawer as far as its region allows, should that clear it.
         hits = [self._hits(overhead, self._grasp_point(box, a), a) for a in (0, 1)]
@@ -97,6 +112,15 @@ class PickPlanner(PickScene):
         # Turn only when needed (a turned object, or a hand a step before left turned), so a
         # hand already along y gets exactly the actions it always had.
         self.steer = self.turned or abs(self.fingers.yaw_to(ALONG_Y)) > ON_LINE
+        return out
+
+    def _plan_grasp(
+        self, box: Box, own: Box, bodies: dict[int, list[Box]], overhead: list[Box]
+    ) -> None:
+        """The grasp point (``grasp``), across the object's centre where the fingers span it,
+        else the first way that takes it: by its handle, across a slanted object's own thin
+        axis, round a hemmed-in rim, tilted from under an overhang. Each may turn the finger
+        line ``_plan_line`` chose."""
         across = 0 if self.turned else 1
         self.grasp = self._grasp_point(box, across)
         if box.size[across] <= GRIPPER_SPAN:  # across its centre: it may slide along its length
@@ -137,17 +161,22 @@ class PickPlanner(PickScene):
             self.line, self.grasp, tilt, over = under
             self.turned, self.steer = False, True
             self._tilted_way(box, over, tilt)
-        self.below_grasp = self.grasp[2] - box.low[2]  # object bottom under the fingers
-        self.over_beside = self._over_beside(bodies, overhead)
-        # The body the step before placed its object on or in (the basket it has just filled),
-        # which the hand starts over, to keep above.
+
+    def _leaving(self, bodies: dict[int, list[Box]]) -> list[list[Box]]:
+        """The parts near the hand of the body the step before placed its object on or in (the
+        basket it has just filled), which the hand starts over, to keep above."""
         start = self.grip.position()
         before = self._body_of(self.after) if self.after else None
-        self.leaving = [
+        return [
             parts
             for body, parts in bodies.items()
             if body == before and any(self._near(part, start) for part in parts)
         ]
+
+    def _plan_place(self, box: Box, own: Box, out: list[np.ndarray]) -> None:
+        """Where the object goes: the line it is carried on, its slot in a compartment, its
+        shift off its usual place, and the goal of its origin where it swings in the fingers.
+        ``out`` is ``_plan_line``'s shift out along a drawer, per line."""
         self.offset_xy = self.grasp[:2] - box.centre[:2]
         self.base = np.array([*own.centre[:2], own.low[2]])  # its bottom face's centre, its frame
         self.place_line, self.slot = self._slot(own)
@@ -164,6 +193,11 @@ class PickPlanner(PickScene):
         # So is an object turned a quarter on its way: its centre turns about the fingers.
         turns = self.by_handle or self.quarter is not None
         self.origin_goal = self._lands(box) + self.shift if turns else None
+
+    def _plan_carry(self, box: Box, bodies: dict[int, list[Box]]) -> None:
+        """How the hand holds the object on its way (steered onto the place's line, tilted,
+        laid down) and the way it takes (into a covered space, over what stands between), with
+        the executor's state as the step begins."""
         self.last_eef = np.zeros(3)
         self.steer = self.steer or self.place_line is not self.line
         self.tilted = self.under
