@@ -132,47 +132,16 @@ class PickPlaceExpert(PickPlanner, PhaseMachine[Phase]):
         return self.finishing(RELEASED_AFTER)
 
     def act(self, eef: np.ndarray) -> np.ndarray:
+        """The next action of the current phase: a move toward its goal with the fingers
+        turning onto their line and the hand held as planned; the phase moves on once its goal
+        is reached or its budget spent."""
         phase = self.phase
         if self.way is not None and phase > Phase.LIFT:
             return self._slide_in(eef, self.way)
         grip = 1.0 if phase in GRIPPING else -1.0
-        goal = eef
-        high = max(self.grasp[2], 0.0) + CLEARANCE
-        if phase in (Phase.ABOVE, Phase.DESCEND):
-            goal = self.grasp + np.array([0.0, 0.0, CLEARANCE if phase == Phase.ABOVE else 0.0])
-            if phase == Phase.ABOVE:  # over what stands on the way, not through it
-                goal[2] = max(goal[2], self._over(eef), self.over_beside)
-        elif phase == Phase.CLOSE:
-            goal = self.grasp
-        elif phase in (Phase.LIFT, Phase.CARRY, Phase.LOWER, Phase.RELEASE):
-            target, inside = self._target()
-            place = target.centre.copy()
-            place[:2] += self.offset_xy + self.shift
-            if self.slot is not None:  # its bottom over the slot, however it hangs in the hand
-                place[:2] = eef[:2] + self.slot - self._bottom()[:2]
-            elif self.origin_goal is not None:  # its origin over its place, however it swings
-                held = self.env.sim.data._data.xpos[self.env.obj_body_id[self.obj]][:2]
-                place[:2] = eef[:2] + self.origin_goal - held
-            place[2] = target.high[2] + self.below_grasp + PLACE_ABOVE
-            lift = max(high, place[2] + CARRY_ABOVE, self.over_way)
-            if inside is not None:  # down into the compartment, its floor 2 cm below
-                place[2] = inside.low[2] + self.below_grasp + PLACE_ABOVE
-            if phase == Phase.LIFT:
-                goal = np.array([eef[0], eef[1], lift])
-            elif phase == Phase.CARRY:
-                goal = np.array([place[0], place[1], lift])
-            else:
-                goal = place
-        elif phase == Phase.RETREAT:
-            goal = np.array([eef[0], eef[1], high + RETREAT_ABOVE])
+        goal = self._goal(phase, eef)
         if self.way_in and phase in (Phase.ABOVE, Phase.DESCEND):  # tilted, in along its own axis
-            if phase == Phase.DESCEND and np.linalg.norm(self.way_in[-1] - eef) < PASS:
-                self.way_in = self.way_in[:1]  # at the entry: on to the grasp
-            goal = self.way_in[0] if phase == Phase.ABOVE else self.way_in[-1]
-            if len(self.way_in) == 2 and self._turn_left(self.tilted) > TILT_TURNED:
-                goal = self.way_in[0]  # turned over the way in before going down it
-            if phase == Phase.DESCEND and len(self.way_in) == 1:
-                goal = self.grasp
+            goal = self._way_in_goal(phase, eef)
         leaving = bool(self.way_out) and phase == Phase.LIFT
         if leaving:  # out the way it came, then back from under, before it rises
             goal = self.way_out[0]
@@ -191,7 +160,75 @@ class PickPlaceExpert(PickPlanner, PhaseMachine[Phase]):
         yaw = self.fingers.yaw_to(line) if self.steer else 0.0
         turning = line is not self.line
         self.tick()
-        reached = {
+        reached = self._reached(phase, error, yaw, turning, leaving, still)
+        self._next_phase(phase, reached or self.spent(), error)
+        action = move(error, grip, yaw)
+        self._hold(action, phase, eef, grasping)
+        return action
+
+    def _goal(self, phase: Phase, eef: np.ndarray) -> np.ndarray:
+        """The position the phase takes the hand to, unless a tilted grasp's way in or out
+        (``way_in``, ``way_out``) leads it elsewhere first."""
+        goal = eef
+        high = max(self.grasp[2], 0.0) + CLEARANCE
+        if phase in (Phase.ABOVE, Phase.DESCEND):
+            goal = self.grasp + np.array([0.0, 0.0, CLEARANCE if phase == Phase.ABOVE else 0.0])
+            if phase == Phase.ABOVE:  # over what stands on the way, not through it
+                goal[2] = max(goal[2], self._over(eef), self.over_beside)
+        elif phase == Phase.CLOSE:
+            goal = self.grasp
+        elif phase in (Phase.LIFT, Phase.CARRY, Phase.LOWER, Phase.RELEASE):
+            goal = self._carry_goal(phase, eef, high)
+        elif phase == Phase.RETREAT:
+            goal = np.array([eef[0], eef[1], high + RETREAT_ABOVE])
+        return goal
+
+    def _carry_goal(self, phase: Phase, eef: np.ndarray, high: float) -> np.ndarray:
+        """Where the hand goes with the object, from the lift to the release: up, over its
+        place at a height that clears the way, down onto it. ``high`` is the height over the
+        grasp that clears the object's own surroundings."""
+        target, inside = self._target()
+        place = target.centre.copy()
+        place[:2] += self.offset_xy + self.shift
+        if self.slot is not None:  # its bottom over the slot, however it hangs in the hand
+            place[:2] = eef[:2] + self.slot - self._bottom()[:2]
+        elif self.origin_goal is not None:  # its origin over its place, however it swings
+            held = self.env.sim.data._data.xpos[self.env.obj_body_id[self.obj]][:2]
+            place[:2] = eef[:2] + self.origin_goal - held
+        place[2] = target.high[2] + self.below_grasp + PLACE_ABOVE
+        lift = max(high, place[2] + CARRY_ABOVE, self.over_way)
+        if inside is not None:  # down into the compartment, its floor 2 cm below
+            place[2] = inside.low[2] + self.below_grasp + PLACE_ABOVE
+        if phase == Phase.LIFT:
+            return np.array([eef[0], eef[1], lift])
+        if phase == Phase.CARRY:
+            return np.array([place[0], place[1], lift])
+        return place
+
+    def _way_in_goal(self, phase: Phase, eef: np.ndarray) -> np.ndarray:
+        """The goal of the way down to a grasp from under an overhang (``way_in``): over its
+        entry, turned there before going down it, in along the hand's own axis to the grasp."""
+        if phase == Phase.DESCEND and np.linalg.norm(self.way_in[-1] - eef) < PASS:
+            self.way_in = self.way_in[:1]  # at the entry: on to the grasp
+        goal = self.way_in[0] if phase == Phase.ABOVE else self.way_in[-1]
+        if len(self.way_in) == 2 and self._turn_left(self.tilted) > TILT_TURNED:
+            goal = self.way_in[0]  # turned over the way in before going down it
+        if phase == Phase.DESCEND and len(self.way_in) == 1:
+            goal = self.grasp
+        return goal
+
+    def _reached(
+        self,
+        phase: Phase,
+        error: np.ndarray,
+        yaw: float,
+        turning: bool,
+        leaving: bool,
+        still: bool,
+    ) -> bool | np.bool_:
+        """Whether the phase has reached its goal, ``error`` away: near enough, on its finger
+        line where it turns, and, carried into a slot or laid down, held as it is let go."""
+        return {
             Phase.ABOVE: (
                 np.linalg.norm(error) < (PASS if self.way_in else REACHED) and abs(yaw) < ON_LINE
             ),
@@ -210,7 +247,10 @@ class PickPlaceExpert(PickPlanner, PhaseMachine[Phase]):
             Phase.RELEASE: False,
             Phase.RETREAT: False,
         }[phase]
-        done = reached or self.spent()
+
+    def _next_phase(self, phase: Phase, done: bool | np.bool_, error: np.ndarray) -> None:
+        """On to the next phase once ``done``; a descent held up short of the grasp by an arm
+        link touching something leans the hand away from the touch and goes over it again."""
         if phase == Phase.DESCEND and self.tilted is None:
             self.touched = self._arm_touch() if self.touched is None else self.touched
         held_up = done and phase == Phase.DESCEND and np.linalg.norm(error) > STALLED
@@ -219,7 +259,12 @@ class PickPlaceExpert(PickPlanner, PhaseMachine[Phase]):
             self.enter(Phase.ABOVE)
         else:
             self.advance(done)
-        action = move(error, grip, yaw)
+
+    def _hold(
+        self, action: np.ndarray, phase: Phase, eef: np.ndarray, grasping: tuple[Phase, ...]
+    ) -> None:
+        """The turn of ``action`` that holds the hand tilted or the object laid down, where the
+        step plans either; otherwise the turn ``move`` gave it stays."""
         far = (
             self.way_in
             and phase == Phase.ABOVE
@@ -232,7 +277,6 @@ class PickPlaceExpert(PickPlanner, PhaseMachine[Phase]):
         elif self.laid is not None and phase not in grasping:  # laid once lifted, then back
             orientation = self.upright if phase == Phase.RETREAT else self.laid
             action[3:6] = turn_action(self.grip.turn_to(orientation))
-        return action
 
     def _slide_in(self, eef: np.ndarray, way: tuple[np.ndarray, float]) -> np.ndarray:
         """The step once lifted, into a covered space by ``way`` (``slide``); once let
