@@ -7,7 +7,8 @@ inputs that overlap, were made with different settings or cut with different sha
 ``compare`` applies the regression gate's statistics to two runs and exits 1 when a task's
 success rate dropped significantly, 3 when it cannot judge (a task errored or ran no episode,
 or the runs share no task);
-``report`` writes a Markdown table (for ``$GITHUB_STEP_SUMMARY``) and a chart; both read
+``report`` writes a Markdown table (for ``$GITHUB_STEP_SUMMARY``), a chart and an HTML page;
+``history`` shows success rates across runs, each step judged by the gate; all read
 ``lerobot-eval``'s ``eval_info.json`` as a run too, in any mix with metrics files;
 ``record-build`` turns the episodes of a ``--benchmark-record`` run that stopped before its
 dataset was written (``DIR.parts``) into the LeRobotDataset;
@@ -20,110 +21,33 @@ status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_benchmarks.cluster import slurm
-from pytest_benchmarks.core.files import check_writable, write_atomic
-from pytest_benchmarks.core.results import TaskResult
 from pytest_benchmarks.core.settings import OPTIONS
 from pytest_benchmarks.core.values import OptionError
-from pytest_benchmarks.metrics.document import load_results, write_metrics
+from pytest_benchmarks.metrics import reports
+from pytest_benchmarks.metrics.document import write_metrics
+from pytest_benchmarks.metrics.outputs import output_path
 from pytest_benchmarks.metrics.runs import (
     EXIT_INPUT,
     EXIT_UNJUDGEABLE,
     InputError,
-    Judgement,
     Unjudgeable,
     compare_runs,
-    judge_runs,
     load,
     load_run,
     merge_documents,
     missing_shards,
     partial_shards,
-    task_name,
 )
 
 #: The gate's options of ``compare`` and ``report``, by flag: the registry's settings (their
 #: help, default and parser), as the pytest gate's --benchmark-alpha, -gate and -gate-power.
 GATE_OPTIONS = {"--alpha": "alpha", "--gate": "gate", "--gate-power": "gate_power"}
 _BY_FIELD = {o.field: o for o in OPTIONS}
-
-#: What ``report --png`` can draw, by file extension.
-CHART_FORMATS = ("png", "svg", "pdf")
-
-
-def report(args: argparse.Namespace) -> int:
-    """Write the Markdown table (and the chart); exit 0, the gate is ``compare``'s job."""
-    from pytest_benchmarks.metrics.views import chart, markdown
-
-    runs = [load_run(path)[0] for path in (args.run, args.baseline) if path is not None]
-    name = task_name(*runs)
-    results, baseline = [_named(r, name) for r in load_results(runs[0])], None
-    if args.baseline:
-        baseline = [_named(r, name) for r in load_results(runs[1])]
-    for path in (args.output, args.png):
-        if path is not None:
-            output_path(path, (args.run, args.baseline))
-    if args.output is not None and args.png is not None and _same_file(args.output, args.png):
-        raise InputError(f"-o and --png name one file ({args.output}); give each its own")
-    if args.png is not None and args.png.suffix.lower().lstrip(".") not in CHART_FORMATS:
-        raise InputError(
-            f"--png: {args.png}: unknown image format {args.png.suffix or '(no extension)'}; "
-            f"valid: {', '.join('.' + f for f in CHART_FORMATS)}"
-        )
-    run = runs[0]["run"]
-    interrupted = None
-    if run.get("partial"):
-        interrupted = f"the run is partial (exit status {run.get('exitstatus')})"
-    judgement: Judgement | Exception | None = None
-    if args.baseline:
-        try:
-            judgement = judge_runs(runs[1], runs[0], args.alpha, args.gate)
-        except (Unjudgeable, InputError) as exc:  # said under the table: report exits 0
-            judgement = exc
-    text = markdown(results, baseline, judgement, interrupted)
-    if args.output:
-        write_atomic(args.output, text, fsync=False)
-    else:
-        print(text, end="")
-    if args.png:
-        chart(results, args.png, baseline)
-    return 0
-
-
-def _named(result: TaskResult, name: Callable[[TaskResult], str]) -> TaskResult:
-    """The result under the name its runs are matched by (``runs.task_name``)."""
-    env, _, key = name(result).partition("/")
-    return replace(result, task=replace(result.task, env=env, key=key))
-
-
-def output_path(path: Path, inputs: Sequence[Path | None] = ()) -> None:
-    """A file the command may write: absent, or a regular file in a writable directory, and
-    none of the command's ``inputs`` (writing it would replace what it reads)."""
-    try:
-        check_writable(path)
-    except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc}") from None
-    for given in inputs:
-        if given is not None and _same_file(path, given):
-            raise InputError(
-                f"{path}: is also an input ({given}); writing it would replace what is read: "
-                "give another output path"
-            )
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    """Whether two paths name one file (through links, or the same path where neither
-    exists yet)."""
-    with contextlib.suppress(OSError):
-        if a.exists() and b.exists():
-            return a.samefile(b)
-    return a.resolve() == b.resolve()
 
 
 def record_build(root: Path) -> int:
@@ -231,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
         _merge_command,
         _compare_command,
         _report_command,
+        _history_command,
         _slurm_command,
         _plan_command,
         _drift_command,
@@ -262,7 +187,7 @@ def _compare_command(commands: Commands) -> None:
 
 def _report_command(commands: Commands) -> None:
     """``report``: a run, its baseline and the gate's options, and where the table and chart go."""
-    report_cmd = commands.add_parser("report", help="Markdown table and PNG chart of a run")
+    report_cmd = commands.add_parser("report", help="Markdown table, chart and HTML page of a run")
     report_cmd.add_argument("run", type=Path, metavar="RUN.json", help="the run to report")
     report_cmd.add_argument("--baseline", type=Path, metavar="OLD.json",
                             help="add the baseline and the gate's verdict per task")  # fmt: skip
@@ -271,6 +196,33 @@ def _report_command(commands: Commands) -> None:
                             help="write the Markdown here (default: stdout)")  # fmt: skip
     report_cmd.add_argument("--png", type=Path, metavar="CHART.png",
                             help="also draw a chart (.png, .svg or .pdf)")  # fmt: skip
+    report_cmd.add_argument("--html", type=Path, metavar="REPORT.html",
+                            help="also write one self-contained page: the table, the gate, "
+                            "the intervals drawn and the failing episodes' videos")  # fmt: skip
+    report_cmd.add_argument("--video-budget", type=float, default=64.0, metavar="MB",
+                            help="videos embedded in the --html page at most, in MB "
+                            "(default 64); past it a video is named, not embedded")  # fmt: skip
+
+
+def _history_command(commands: Commands) -> None:
+    """``history``: runs in order, the gate's options, and where the table, page and chart go."""
+    history_cmd = commands.add_parser(
+        "history", help="success rates across runs, each step judged by the gate",
+        description="pytest-benchmarks history RUN.json...: each task's success rate over the "
+        "runs (checkpoints, commits) in the order they were recorded, each step between "
+        "neighbours judged as compare judges it; runs the gate cannot compare shown apart",
+    )  # fmt: skip
+    history_cmd.add_argument("runs", nargs="+", type=Path, metavar="RUN.json",
+                             help="metrics files or eval_info.json, in any mix")  # fmt: skip
+    history_cmd.add_argument("--as-given", action="store_true",
+                             help="keep the order given, not the recorded start times")  # fmt: skip
+    _gate_options(history_cmd, "--alpha", "--gate")
+    history_cmd.add_argument("-o", "--output", type=Path, metavar="HISTORY.md",
+                             help="write the Markdown here (default: stdout)")  # fmt: skip
+    history_cmd.add_argument("--html", type=Path, metavar="HISTORY.html",
+                             help="also write one self-contained page")  # fmt: skip
+    history_cmd.add_argument("--png", type=Path, metavar="HISTORY.png",
+                             help="also draw a chart (.png, .svg or .pdf)")  # fmt: skip
 
 
 def _slurm_command(commands: Commands) -> None:
@@ -410,7 +362,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return drift_run(args)
         _read_gate_options(args)
         if args.command == "report":
-            return report(args)
+            return reports.report(args)
+        if args.command == "history":
+            return reports.history(args)
         (old, old_line), (new, new_line) = load_run(args.old), load_run(args.new)
         lines, status = compare_runs(old, new, args.alpha, args.gate, args.gate_power)
         print("\n".join([line for line in (old_line, new_line) if line] + lines))

@@ -360,7 +360,11 @@ def test_hostile_inputs_and_outputs_are_one_line(toy_project: pytest.Pytester, t
         (("merge", run, "-o", tmp_path), f"cannot write {tmp_path}: {tmp_path} is a directory"),
         (("merge", run, "-o", link), f"cannot write {link}: {link} is a symbolic link (to {run})*"),
         (("merge", run, "-o", "/dev/null"), "cannot write /dev/null: /dev/null is not a regular *"),
-        (("report", run, "--png", tmp_path), f"cannot write {tmp_path}: {tmp_path} is a directory"),
+        (
+            ("report", run, "--png", tmp_path),
+            f"cannot write --png: {tmp_path}: {tmp_path} is a directory",
+        ),  # fmt: skip
+        (("report", run, "--html", run), f"--html: {run}: is also an input ({run}); *"),
         (
             ("report", run, "--png", tmp_path / "chart.bmpx"),
             f"--png: {tmp_path / 'chart.bmpx'}: unknown image format .bmpx; valid: .png, .svg, .pdf",
@@ -393,7 +397,7 @@ def test_every_command_and_option_has_help():
 
     commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     assert set(commands.choices) == {
-        "merge", "compare", "report", "record-build", "slurm", "plan", "drift",
+        "merge", "compare", "report", "history", "record-build", "slurm", "plan", "drift",
     }  # fmt: skip
     for name, sub in commands.choices.items():
         for action in sub._actions:

@@ -71,12 +71,21 @@ def markdown(
 
 
 def _verdict(verdict: Comparison | None, problem: str | None, known: bool) -> str:
+    text = verdict_text(verdict, problem, known)
+    if verdict is not None and verdict.regression:
+        return text.replace("regression", "**regression**", 1)
+    return text
+
+
+def verdict_text(verdict: Comparison | None, problem: str | None, known: bool) -> str:
+    """A task's verdict in words: the gate's, or why there is none (``known``: the task is in
+    the baseline)."""
     if problem is not None:
         return f"not compared: {problem}"
     if verdict is None:
         return "not in baseline" if not known else "not judged"
     if verdict.regression:
-        return f"**regression** ({verdict.test} p={verdict.p_value:.2g})"
+        return f"regression ({verdict.test} p={verdict.p_value:.2g})"
     if verdict.verdict == "improvement":
         return "improved"
     if verdict.verdict == "cannot fail":
