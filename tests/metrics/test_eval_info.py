@@ -246,3 +246,23 @@ def test_nan_rewards_as_lerobot_writes_them_are_read(infos, capsys, tmp_path):
     nan.write_text(json.dumps(info))
     status, lines, _ = compare(capsys, infos["good"], nan)
     assert status == 0, lines
+
+
+def test_the_ci_action_gates_lerobot_eval_s_own_files(infos, tmp_path):
+    """The repository's action (action.yml) over two ``eval_info.json`` as lerobot-eval wrote
+    them: the weakened policy fails the job, with the summary and the page written first."""
+    import os
+    import sys
+
+    from action_steps import run_action
+
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    ran = run_action({"run": str(infos["weak"]), "baseline": str(infos["good"]),
+                      "install": "false"}, tmp_path, path)  # fmt: skip
+    assert ran.outputs["gate"] == {"status": "1"} and ran.statuses["Fail on a regression"] == 1
+    rows = [line for line in ran.summary.splitlines() if line.startswith("| `line/")]
+    assert len(rows) == 2 and all("**regression** (McNemar" in row for row in rows), ran.summary
+    assert (tmp_path / "pytest-benchmarks-report.html").read_text().count('class="regression"') == 2
+    ran = run_action({"run": str(infos["again"]), "baseline": str(infos["good"]),
+                      "install": "false"}, tmp_path, path)  # fmt: skip
+    assert not ran.failed and ran.outputs["gate"] == {"status": "0"}
