@@ -198,8 +198,9 @@ def test_every_timing_the_readme_quotes_is_a_figure_measured_and_dated(tmp_path:
     (tmp_path / "README.md").write_text(
         "Runs in about 40 seconds on two\nCPUs. The tests take 12 minutes.\n"
     )
-    toy = {"main_job": {**figures["main_job"], "text": "about 40 seconds on two CPUs"},
-           "other": {**figures["main_job"], "text": "about 3 minutes"}}  # fmt: skip
+    readme = {**figures["main_job"], "pages": ["README.md"]}
+    toy = {"main_job": {**readme, "text": "about 40 seconds on two CPUs"},
+           "other": {**readme, "text": "about 3 minutes"}}  # fmt: skip
     assert script["problems"](toy, tmp_path) == [
         "README.md: does not quote figure other ('about 3 minutes')",
         "README.md: quotes a timing that docs/figures.toml does not hold ('12 minutes'); add "

@@ -65,7 +65,8 @@ def test_runs(evaluate):
 
 def readme_commands(start: str) -> list[list[str]]:
     """Every command of the README's shell blocks that starts with ``start`` (continuation
-    lines joined, ``&&`` chains split), as arguments."""
+    lines joined, ``&&`` chains split), as arguments, each once (the manual's home page repeats
+    the README's quick start)."""
     blocks = re.findall(r"^```(\w*)\n(.*?)^```$", docs_text(), re.S | re.M)
     commands = []
     for language, block in blocks:
@@ -73,8 +74,9 @@ def readme_commands(start: str) -> list[list[str]]:
             continue
         for line in block.replace("\\\n", " ").splitlines():
             for part in line.split("&&"):
-                if part.strip().startswith(start):
-                    commands.append(shlex.split(part.strip()))
+                command = shlex.split(part.strip()) if part.strip().startswith(start) else None
+                if command and command not in commands:
+                    commands.append(command)
     return commands
 
 
