@@ -88,6 +88,8 @@ class Series:
     apart: str | None = None
     tasks: dict[str, list[Point | None]] = field(default_factory=dict)
     steps: list[Step] = field(default_factory=list)
+    #: The first run against the last, over three runs or more: a drift no step shows.
+    span: Step | None = None
 
     @property
     def overall(self) -> list[Point]:
@@ -146,7 +148,25 @@ def build(runs: list[Run], alpha: float, mode: str) -> list[Series]:
             started = Series([run], apart=refusals[-1] if refusals else None)
             _extend(started, run, None)
             series.append(started)
+    for one in series:
+        if len(one.runs) >= 3:
+            one.span = _span(one, alpha, mode)
     return series
+
+
+def _span(series: Series, alpha: float, mode: str) -> Step | None:
+    """The gate's word on the first run against the last."""
+    first, last = series.runs[0], series.runs[-1]
+    try:
+        judged = judge_runs(first.document, last.document, alpha, mode)
+    except (Unjudgeable, InputError) as exc:
+        return Step(first.label, last.label, f"not judged: {exc}", [], {})
+    flagged = {}
+    for task in judged.verdicts:
+        mark, why = _step(judged, task)
+        if mark:
+            flagged[task] = why
+    return Step(first.label, last.label, judged.lines()[-1], judged.notes, flagged)
 
 
 def _extend(series: Series, run: Run, judged: Judgement | None) -> None:
@@ -162,7 +182,7 @@ def _extend(series: Series, run: Run, judged: Judgement | None) -> None:
         point = _point(result)
         key = name(result)
         if judged is not None:
-            point.mark, point.why = _step(judged, pair_name(result), result)
+            point.mark, point.why = _step(judged, pair_name(result))
             if point.mark:
                 flagged[key] = point.why
         series.tasks.setdefault(key, [None] * len(series.runs))
@@ -179,7 +199,7 @@ def _point(result: TaskResult) -> Point:
     return Point(result.successes, result.n_episodes, result.error)
 
 
-def _step(judged: Judgement, key: str, result: TaskResult) -> tuple[str, str]:
+def _step(judged: Judgement, key: str) -> tuple[str, str]:
     """The mark and the words of one task's step."""
     verdict = judged.verdicts.get(key)
     problem = judged.problems.get(key)
@@ -211,11 +231,18 @@ def markdown(series: list[Series], order_note: str | None) -> str:
             lines.append("| " + " | ".join([f"`{task}`", *cells]) + " |")
         lines.append("")
         for step in one.steps:
-            flagged = "; ".join(f"`{t}` {why}" for t, why in sorted(step.flagged.items()))
-            lines.append(f"- `{step.before}` → `{step.after}`: {step.line}"
-                         + (f" ({flagged})" if flagged else ""))  # fmt: skip
+            lines.append(_step_line("", step))
+        if one.span is not None:
+            lines.append(_step_line("first to last: ", one.span))
         lines.append("")
     marks = ", ".join(f"{mark} {kind}" for kind, mark in MARKS.items())
     lines.append(f"Each cell: success rate [95% interval]; marks the gate's step from the run "
                  f"before: {marks}.")  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def _step_line(prefix: str, step: Step) -> str:
+    flagged = "; ".join(f"`{t}` {why}" for t, why in sorted(step.flagged.items()))
+    return f"- {prefix}`{step.before}` → `{step.after}`: {step.line}" + (
+        f" ({flagged})" if flagged else ""
+    )

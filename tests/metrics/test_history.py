@@ -66,6 +66,11 @@ def test_runs_in_recorded_order_each_step_judged_as_compare_judges_it(
     # Each step's line is the gate's closing line, as compare prints it.
     closing = judge_runs(load(runs["b.json"]), load(runs["c.json"]), 0.05, "stat").lines()[-1]
     assert f"- `b.json` → `c.json`: {closing} (`metaworld/reach-v3` regression (" in text
+    # The first run against the last: a drift no single step shows would be flagged here.
+    span = judge_runs(load(runs["a.json"]), load(runs["c.json"]), 0.05, "stat").lines()[-1]
+    assert (
+        f"- first to last: `a.json` → `c.json`: {span} (`metaworld/reach-v3` regression (" in text
+    )
 
     # As given: the random run first, so the step to the expert is an improvement.
     assert main(["history", "--as-given", *map(str, given), "-o", str(markdown)]) == 0
@@ -91,6 +96,8 @@ def test_the_page_draws_each_task_over_the_runs_and_folds_none_of_few(
     assert drawing.get("aria-label").endswith("c.json 0% [0–28] ▼ (regression)")
     assert len(drawing.xpath(".//circle")) == 3 and drawing.xpath('.//circle[@class="regression"]')
     assert not page.xpath("//details")
+    (span,) = first.xpath('.//div[@class="span"]')
+    assert "First to last: a.json → c.json" in " ".join(span.text_content().split())
     (apart,) = page.xpath('//p[contains(@class, "apart")]')
     assert "not comparable with c.json" in apart.text_content()
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
