@@ -363,7 +363,7 @@ def test_hostile_inputs_and_outputs_are_one_line(toy_project: pytest.Pytester, t
         (
             ("report", run, "--png", tmp_path),
             f"cannot write --png: {tmp_path}: {tmp_path} is a directory",
-        ),  # fmt: skip
+        ),
         (("report", run, "--html", run), f"--html: {run}: is also an input ({run}); *"),
         (
             ("report", run, "--png", tmp_path / "chart.bmpx"),
