@@ -104,6 +104,17 @@ def test_journal_cost_runs_the_main_job_with_and_without_the_journal():
     assert re.search(r"^journal writes: [\d.]+ s for 5 lines \([\d.]+ ms per line", out, re.M), out
 
 
+def test_report_pages_measures_each_page_at_its_size():
+    out = run("report_pages.py", "--episodes", "1", "--max-steps", "5", "--runs", "2")
+    assert re.search(r"^mt10-videos: 10 tasks, 10 failing episodes' videos \([\d.]+ MB\): "
+                     r"page [\d.]+ MB, written in [\d.]+ s$", out, re.M), out  # fmt: skip
+    assert re.search(r"^libero130: 130 tasks, 50 episodes, with a baseline: page \d+ KB", out, re.M)
+    assert re.search(r"^history-mt10: 10 tasks over 2 runs \(1 series, \d+ task steps", out, re.M)
+    assert re.search(r"^history-mt50: 50 tasks over 20 runs \(1 series, ", out, re.M), out
+    folder = Path(out.splitlines()[-1].removeprefix("pages in "))
+    assert (folder / "history-mt50" / "history.png").read_bytes()[:4] == b"\x89PNG"
+
+
 def test_lerobot_envs_compares_each_type_with_its_native_benchmark_on_the_same_episodes():
     out = run("lerobot_envs.py", "--episodes", "1", "--steps", "3", "--rounds", "1")
     for pair, native, lerobot in (("pusht", "pusht", "lerobot:pusht"),
