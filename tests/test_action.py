@@ -76,7 +76,8 @@ def test_a_file_that_is_not_a_run_fails_the_job_naming_it(runs: dict[str, Path],
     assert f"pytest-benchmarks: error: {wrong}: " in ran.logs["gate"]
     assert ran.statuses["Fail on a regression"] == 1
     assert "the gate could not judge the run (exit status 2" in ran.logs["Fail on a regression"]
-    assert ran.summary == ""
+    assert ran.summary.splitlines()[0] == "**pytest-benchmarks gate:** not judged (exit status 2):"
+    assert f"pytest-benchmarks: error: {wrong}: " in ran.summary
 
 
 def test_the_action_declares_what_its_steps_read():

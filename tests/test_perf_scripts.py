@@ -106,7 +106,7 @@ def test_journal_cost_runs_the_main_job_with_and_without_the_journal():
 
 def test_report_pages_measures_each_page_at_its_size():
     out = run("report_pages.py", "--episodes", "1", "--max-steps", "5", "--runs", "2")
-    assert re.search(r"^mt10-videos: 10 tasks, 10 failing episodes' videos \([\d.]+ MB\): "
+    assert re.search(r"^mt10-videos: 10 tasks, \d+ failing episodes' videos \([\d.]+ MB\): "
                      r"page [\d.]+ MB, written in [\d.]+ s$", out, re.M), out  # fmt: skip
     assert re.search(r"^libero130: 130 tasks, 50 episodes, with a baseline: page \d+ KB", out, re.M)
     assert re.search(r"^history-mt10: 10 tasks over 2 runs \(1 series, \d+ task steps", out, re.M)

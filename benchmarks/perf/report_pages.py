@@ -41,9 +41,12 @@ def timed(write: Any, page: Path) -> tuple[float, int]:
     """The median of three writes of ``page``, and its size."""
     times = []
     for _ in range(3):
+        page.unlink(missing_ok=True)
         started = time.perf_counter()
-        write()
+        status = write()
         times.append(time.perf_counter() - started)
+        if status != 0:
+            raise SystemExit(f"{page}: the command refused to write it (exit status {status})")
     return statistics.median(times), page.stat().st_size
 
 

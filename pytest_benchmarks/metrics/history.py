@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_benchmarks.core.results import TaskResult, wilson_interval
+from pytest_benchmarks.metrics import eval_info
 from pytest_benchmarks.metrics.document import load_results
 from pytest_benchmarks.metrics.runs import InputError, Judgement, Unjudgeable, judge_runs, task_name
 from pytest_benchmarks.metrics.views import verdict_text
@@ -90,6 +91,8 @@ class Series:
     steps: list[Step] = field(default_factory=list)
     #: The first run against the last, over three runs or more: a drift no step shows.
     span: Step | None = None
+    #: Each task's name by its id: the key where the series mixes in ``eval_info.json``.
+    aliases: dict[str, str] = field(default_factory=dict)
 
     @property
     def overall(self) -> list[Point]:
@@ -107,8 +110,21 @@ class Series:
 
     def changed(self) -> list[str]:
         """Tasks with a step the gate flagged, then the rest, each by name."""
-        flagged = [t for t, ps in self.tasks.items() if any(p and p.mark for p in ps)]
+        spanned = set(self.span.flagged) if self.span is not None else set()
+        flagged = [
+            t for t, ps in self.tasks.items() if t in spanned or any(p and p.mark for p in ps)
+        ]
         return sorted(flagged) + sorted(set(self.tasks) - set(flagged))
+
+    def flagged(self, task: str) -> bool:
+        """Whether a step, or the first-to-last judgement, flagged ``task``."""
+        in_span = self.span is not None and task in self.span.flagged
+        return in_span or any(p and p.mark for p in self.tasks[task])
+
+    def dropped(self, task: str) -> bool:
+        """Whether a step, or the first-to-last judgement, found ``task`` regressed."""
+        in_span = self.span is not None and "regression" in self.span.flagged.get(task, "")
+        return in_span or any(p and p.mark == "regression" for p in self.tasks[task])
 
 
 def labels(paths: list[Path]) -> list[str]:
@@ -151,7 +167,23 @@ def build(runs: list[Run], alpha: float, mode: str) -> list[Series]:
     for one in series:
         if len(one.runs) >= 3:
             one.span = _span(one, alpha, mode)
+        _rename(one)
     return series
+
+
+def _rename(series: Series) -> None:
+    """Key every task by its name where the series mixes in ``eval_info.json`` (whose tasks
+    match by name only): the points of one task under its id and its name become one row."""
+    if not any(r.document["run"].get("source") == eval_info.SOURCE for r in series.runs):
+        return
+    merged: dict[str, list[Point | None]] = {}
+    for key, points in series.tasks.items():
+        name = series.aliases.get(key, key)
+        before = merged.get(name, [None] * len(points))
+        merged[name] = [a if a is not None else b for a, b in zip(points, before, strict=True)]
+    series.tasks = merged
+    for step in [*series.steps, *([series.span] if series.span else [])]:
+        step.flagged = {series.aliases.get(k, k): why for k, why in step.flagged.items()}
 
 
 def _span(series: Series, alpha: float, mode: str) -> Step | None:
@@ -181,6 +213,7 @@ def _extend(series: Series, run: Run, judged: Judgement | None) -> None:
     for result in load_results(run.document):
         point = _point(result)
         key = name(result)
+        series.aliases[result.task.id] = result.task.name
         if judged is not None:
             point.mark, point.why = _step(judged, pair_name(result))
             if point.mark:

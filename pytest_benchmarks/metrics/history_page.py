@@ -67,9 +67,8 @@ def page(title: str, series: list[Series], order_note: str | None, alpha: float,
         tasks = []
         for task in one.changed():
             points = one.tasks[task]
-            dropped = any(p and p.mark == "regression" for p in points)
-            tasks.append((task, points, drawing(points, names), dropped))
-        flagged = [t for t in tasks if any(p and p.mark for p in t[1])]
+            tasks.append((task, points, drawing(points, names), one.dropped(task)))
+        flagged = [t for t in tasks if one.flagged(t[0])]
         fold = len(tasks) > OPEN_AT_MOST
         shown.append({
             "series": one,
@@ -95,7 +94,7 @@ def chart(series: list[Series], path: Path) -> None:
     for number, (one, ax) in enumerate(zip(series, axes[:, 0], strict=True), 1):
         labels = [run.label for run in one.runs]
         _draw(ax, "overall", one.overall, "black", 2.0)
-        flagged = [t for t in one.changed() if any(p and p.mark for p in one.tasks[t])]
+        flagged = [t for t in one.changed() if one.flagged(t)]
         for task in flagged[:8]:
             _draw(ax, task, one.tasks[task], None, 1.0)
         ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=8)

@@ -93,8 +93,7 @@ class Videos:
             size = path.stat().st_size
             if size > self.left:
                 self.left_out += 1
-                mb = size / 1024**2
-                found.problem = f"left out: {path} ({mb:.1f} MB; over the page's budget)"
+                found.problem = f"left out: {path} ({_size(size)}; over the page's budget)"
                 return found
             data = path.read_bytes()
         except OSError as exc:
@@ -105,13 +104,17 @@ class Videos:
         return found
 
     def _find(self, path: Path) -> Path:
-        """A recorded path as given, else beside the metrics file (a run moved or copied)."""
-        if path.is_absolute() or path.exists():
+        """A recorded path as given, else the same file in the ``videos/`` folder beside the
+        metrics file (a run moved, copied or downloaded), else relative to each folder."""
+        if path.exists():
             return path
-        for folder in self.folders:
-            if (folder / path).exists():
-                return folder / path
-        return path
+        parts, candidates = path.parts, []
+        if "videos" in parts:
+            tail = Path(*parts[len(parts) - parts[::-1].index("videos") :])
+            candidates += [folder / "videos" / tail for folder in self.folders]
+        if not path.is_absolute():
+            candidates += [folder / path for folder in self.folders]
+        return next((found for found in candidates if found.exists()), path)
 
 
 def rows(
@@ -187,22 +190,32 @@ def _kind(verdict: Comparison | None) -> str:
     return "improvement" if verdict.verdict == "improvement" else "held"
 
 
-def run_block(run: dict[str, Any], old: dict[str, Any] | None) -> list[tuple[str, str, str | None]]:
-    """The settings shown: (name, value, the baseline's value where it differs)."""
+def run_block(
+    run: dict[str, Any], old: dict[str, Any] | None
+) -> list[tuple[str, str, str | None, bool]]:
+    """The settings shown: (name, value, the baseline's value where it differs, whether that
+    difference is marked: a run's own start and duration differ without meaning anything)."""
     shown = []
     for key in RUN_KEYS:
         if key not in run and (old is None or key not in old):
             continue
         value = _text(run.get(key))
-        other = None if old is None or key in OWN else _text(old.get(key))
-        shown.append((key, value, other if other is not None and other != value else None))
+        other = None if old is None else _text(old.get(key))
+        differs = other is not None and other != value
+        shown.append((key, value, other if differs else None, differs and key not in OWN))
     fingerprint = run.get("fingerprint") or {}
     old_fp = (old or {}).get("fingerprint") or {}
     for name, version in sorted((fingerprint.get("packages") or {}).items()):
         before = (old_fp.get("packages") or {}).get(name) if old is not None else None
         changed = before is not None and before != version
-        shown.append((f"package {name}", _text(version), _text(before) if changed else None))
+        shown.append((f"package {name}", _text(version), _text(before) if changed else None,
+                      changed))  # fmt: skip
     return shown
+
+
+def _size(size: int) -> str:
+    """A file's size in the unit that reads best."""
+    return f"{size / 1024**2:.1f} MB" if size >= 1024**2 else f"{size / 1024:.1f} KB"
 
 
 def _text(value: object) -> str:
@@ -255,7 +268,8 @@ def page(
         recorded=recorded,
         left_out=videos.left_out,
         few_videos=sum(1 for row in shown if row.videos) <= OPEN_AT_MOST,
-        budget_mb=budget / 1024**2,
+        budget_mb=f"{budget / 1024**2:.3g}",
+        only_old=judgement.only_old if isinstance(judgement, Judgement) else [],
         settings=run_block(run, baseline_run),
     )
 

@@ -5,6 +5,7 @@ Both exit 0 whatever the gate says: failing on a regression is ``compare``'s job
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -34,7 +35,7 @@ def report(args: argparse.Namespace) -> int:
         baseline = [_named(r, name) for r in load_results(runs[1])]
     outputs = {"-o": args.output, "--png": args.png, "--html": args.html}
     output_paths(outputs, (args.run, args.baseline))
-    if args.video_budget < 0:
+    if not math.isfinite(args.video_budget) or args.video_budget < 0:
         raise InputError(f"--video-budget: {args.video_budget}: a size in MB, 0 or more")
     chart_path(args.png)
     run = runs[0]["run"]
@@ -60,7 +61,7 @@ def report(args: argparse.Namespace) -> int:
                                    baseline=baseline, baseline_run=baseline_run,
                                    judgement=judgement, interrupted=interrupted,
                                    folders=[args.run.parent, Path.cwd()],
-                                   budget=int(args.video_budget * 1024**2))  # fmt: skip
+                                   budget=round(args.video_budget * 1024**2))  # fmt: skip
         write_atomic(args.html, written, fsync=False)
     return 0
 

@@ -205,6 +205,14 @@ def test_a_mix_with_a_metrics_file_is_matched_by_name_and_judged_unpaired(infos,
     assert main(["report", str(infos["weak"]), "--baseline", str(ours), "-o", str(report)]) == 0
     table = report.read_text()
     assert "| `line/0` | 20/20" in table and "| – |" in table, table  # eval_info has no steps
+    # history over the mix: one row per task, whichever file named it.
+    history = tmp_path / "history.md"
+    given = [ours, infos["good"], infos["weak"]]
+    assert main(["history", "--as-given", *map(str, given), "-o", str(history)]) == 0
+    text = history.read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| `line/")]
+    cells = [[c.strip() for c in row.strip("|").split("|")][1:] for row in rows]
+    assert len(rows) == 2 and all(len(c) == 3 and "–" not in c for c in cells), text
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
 from pytest_benchmarks.core.tasks import TaskRef
 from pytest_benchmarks.metrics.document import build_metrics
 from pytest_benchmarks.metrics.html_report import Videos, rows
+from pytest_benchmarks.metrics.html_report import page as html_page
 from pytest_benchmarks.metrics.runs import judge_runs, load
 
 #: Reach with its expert against random actions: ten episodes are enough for the gate.
@@ -100,10 +101,31 @@ def test_the_page_plays_failing_episodes_and_names_those_it_cannot(tmp_path: Pat
     captions = [" ".join(c.text_content().split()) for c in found.xpath("//figcaption")]
     assert captions[0].startswith(f"episode 0: cannot read {recorded[0]}")
 
+    # A run moved elsewhere (its videos beside it) still plays what it recorded.
+    moved = tmp_path.parent / f"{tmp_path.name}-moved"
+    shutil.copytree(tmp_path, moved)
+    (tmp_path / "videos").rename(tmp_path / "videos-elsewhere")
+    assert main(["report", str(moved / "run.json"), "--html", str(moved / "page.html")]) == 0
+    assert len(page(moved / "page.html").xpath("//video")) == 1
+    (tmp_path / "videos-elsewhere").rename(tmp_path / "videos")
+
     assert main(["report", str(metrics), "--html", str(out), "--video-budget", "0.001"]) == 0
     found = page(out)
     assert not found.xpath("//video")
-    assert "1 videos left out: the page embeds at most 0 MB" in found.text_content()
+    assert "1 videos left out: the page embeds at most 0.001 MB" in found.text_content()
+
+
+@pytest.mark.parametrize("budget", ["inf", "nan", "-1"])
+def test_a_video_budget_that_is_no_size_is_refused_before_writing(
+    runs: tuple[Path, Path], tmp_path: Path, capsys, budget: str
+):
+    out = tmp_path / "report.md"
+    command = ["report", str(runs[1]), "-o", str(out), "--html", str(tmp_path / "page.html")]
+    assert main([*command, "--video-budget", budget]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"pytest-benchmarks: error: --video-budget: {float(budget)}: a size in MB, 0 or more"
+    )
+    assert not out.exists()
 
 
 def test_an_html_output_that_is_an_input_is_refused(runs: tuple[Path, Path], capsys):
@@ -137,6 +159,17 @@ def test_regressions_come_first_then_errors_then_the_rest():
                         0.05, "stat")  # fmt: skip
     order = [(r.id, r.kind) for r in rows(new, old, judged, Videos([], 0))]
     assert order == [("toy/c", "regression"), ("toy/b", "error"), ("toy/a", "held")]
+    # A task only the baseline ran is named above the table, and an error is its row's verdict.
+    old.append(result("d", [True] * 12))
+    judged = judge_runs(build_metrics(old, {}, "scripted"), build_metrics(new, {}, "scripted"),
+                        0.05, "stat")  # fmt: skip
+    found = html.fromstring(
+        html_page("t", new, {}, baseline=old, baseline_run={}, judgement=judged)
+    )
+    only = " ".join(found.xpath('//p[@id="only-old"]')[0].text_content().split())
+    assert only == "In the baseline, not in this run: toy/d."
+    (errored,) = found.xpath('//tr[@class="error"]')
+    assert cells(errored)[4] == "error: boom"
 
 
 @pytest.mark.e2e
@@ -155,7 +188,8 @@ def test_chromium_opens_the_page_plays_its_videos_and_keeps_a_screenshot(tmp_pat
                          timeout=120, check=True).stdout  # fmt: skip
     played = html.fromstring(dom).xpath("//video")
     # 7 frames (the reset and 6 steps) at 30 frames a second, as the browser decoded them.
-    assert [v.get("data-duration") for v in played] == ["0.23", "0.23"]
+    durations = [float(v.get("data-duration")) for v in played]
+    assert len(durations) == 2 and all(abs(d - 7 / 30) < 0.04 for d in durations), durations
     shots = Path("build") / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
     subprocess.run([*headless, "--window-size=1200,900", f"--screenshot={shots / 'report.png'}",
