@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,7 @@ def read(document: Mapping[str, Any], path: Path) -> tuple[list[TaskResult], str
     """The file's tasks as results, and a line that says how it was read."""
     if isinstance(document.get("per_task"), list):
         results = [_task(entry, path, n) for n, entry in enumerate(document["per_task"])]
+        _shared_videos(results)
         seen: dict[str, int] = {}
         for n, result in enumerate(results):
             first = seen.setdefault(result.task.key, n)
@@ -95,11 +97,45 @@ def _task(entry: object, path: Path, n: int) -> TaskResult:
     key = f"{group}/{task_id}"
     number = task_id if isinstance(task_id, int) else 0
     ref = TaskRef(SOURCE, group, str(task_id), number, "", key)
+    videos = _videos(metrics.get("video_paths"), f"{where}.metrics.video_paths")
     episodes = [
-        EpisodeRecord(i, SEEDLESS, 0, success, 0, sums[i], maxes[i], 0.0)
+        EpisodeRecord(i, SEEDLESS, 0, success, 0, sums[i], maxes[i], 0.0,
+                      video=videos[i] if i < len(videos) else None)
         for i, success in enumerate(successes)
-    ]
+    ]  # fmt: skip
     return TaskResult(ref, episodes, planned=len(episodes), policy={"source": SOURCE})
+
+
+def _videos(paths: object, where: str) -> list[str]:
+    """The videos lerobot-eval rendered: its first episodes', episode *i* in ``paths[i]``."""
+    if paths is None:
+        return []
+    if not isinstance(paths, list) or not all(isinstance(p, str) and p for p in paths):
+        raise EvalInfoError(f"{where}: not a list of video files")
+    return paths
+
+
+def _shared_videos(results: list[TaskResult]) -> None:
+    """A video file two tasks name is neither's: lerobot-eval (0.6) renders every task into
+    one folder under the same names, so the file holds whichever task wrote it last."""
+    owners: dict[str, set[str]] = {}
+    for result in results:
+        for episode in result.episodes:
+            if episode.video is not None:
+                owners.setdefault(episode.video, set()).add(result.task.key)
+    for result in results:
+        result.episodes = [_unshared(episode, owners) for episode in result.episodes]
+
+
+def _unshared(episode: EpisodeRecord, owners: dict[str, set[str]]) -> EpisodeRecord:
+    tasks = owners.get(episode.video or "", set())
+    if len(tasks) < 2:
+        return episode
+    why = (
+        f"not shown: lerobot-eval wrote {episode.video} for {len(tasks)} tasks "
+        f"({', '.join(sorted(tasks)[:3])}); it holds only the last one's episode"
+    )
+    return replace(episode, video=None, video_error=why)
 
 
 def _seeded(entry: object, path: Path, n: int) -> EpisodeRecord:

@@ -17,6 +17,7 @@ from typing import Any
 import jinja2
 
 from pytest_benchmarks.core.results import EpisodeRecord, TaskResult, wilson_interval
+from pytest_benchmarks.metrics import eval_info
 from pytest_benchmarks.metrics.gate import Comparison
 from pytest_benchmarks.metrics.runs import Judgement
 from pytest_benchmarks.metrics.views import verdict_text
@@ -271,6 +272,7 @@ def page(
         budget_mb=f"{budget / 1024**2:.3g}",
         only_old=judgement.only_old if isinstance(judgement, Judgement) else [],
         settings=run_block(run, baseline_run),
+        from_lerobot=run.get("source") == eval_info.SOURCE,
     )
 
 

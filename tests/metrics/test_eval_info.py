@@ -274,3 +274,48 @@ def test_the_ci_action_gates_lerobot_eval_s_own_files(infos, tmp_path):
     ran = run_action({"run": str(infos["again"]), "baseline": str(infos["good"]),
                       "install": "false"}, tmp_path, path)  # fmt: skip
     assert not ran.failed and ran.outputs["gate"] == {"status": "0"}
+
+
+def test_the_html_report_plays_the_videos_lerobot_eval_rendered(infos, tmp_path):
+    """``video_paths`` as lerobot-eval lists them (the first episodes', beside the file): a
+    failing episode's video is embedded; a file two tasks name (LeRobot 0.6 renders every task
+    into one folder under the same names) is shown as neither's, saying why."""
+    import base64
+
+    from lxml import html
+
+    from pytest_benchmarks.engine.video import encode
+
+    weak = json.loads(infos["weak"].read_text())
+    frames = [np.full((16, 16, 3), 40 * i, np.uint8) for i in range(4)]
+    for task in weak["per_task"]:
+        folder = f"videos/{task['task_group']}_{task['task_id']}"
+        task["metrics"]["video_paths"] = [f"{folder}/eval_episode_{i}.mp4" for i in range(4)]
+        for name in task["metrics"]["video_paths"]:
+            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+            encode(tmp_path / name, frames)
+    run = tmp_path / "eval_info.json"
+    run.write_text(json.dumps(weak))
+    page = tmp_path / "page.html"
+    assert main(["report", str(run), "--html", str(page)]) == 0
+    found = html.fromstring(page.read_bytes())
+    first = weak["per_task"][0]
+    failing = [i for i, won in enumerate(first["metrics"]["successes"][:4]) if not won]
+    assert failing, first["metrics"]["successes"]
+    label = f"{first['task_group']}/{first['task_id']}"
+    played = {v.get("aria-label"): v.get("src") for v in found.xpath("//video")}
+    for i in failing:
+        data = base64.b64decode(played[f"{label}, episode {i}"].split(",", 1)[1])
+        assert data == (tmp_path / first["metrics"]["video_paths"][i]).read_bytes()
+
+    for task in weak["per_task"]:
+        task["metrics"]["video_paths"] = weak["per_task"][0]["metrics"]["video_paths"]
+    run.write_text(json.dumps(weak))
+    assert main(["report", str(run), "--html", str(page)]) == 0
+    found = html.fromstring(page.read_bytes())
+    assert not found.xpath("//video")
+    captions = [" ".join(c.text_content().split()) for c in found.xpath("//figcaption")]
+    shared = first["metrics"]["video_paths"][failing[0]]
+    assert any(
+        f"not shown: lerobot-eval wrote {shared} for 2 tasks" in caption for caption in captions
+    ), captions
