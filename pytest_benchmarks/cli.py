@@ -28,7 +28,6 @@ from pathlib import Path
 from pytest_benchmarks.cluster import slurm
 from pytest_benchmarks.core.settings import OPTIONS
 from pytest_benchmarks.core.values import OptionError
-from pytest_benchmarks.metrics import reports
 from pytest_benchmarks.metrics.document import write_metrics
 from pytest_benchmarks.metrics.outputs import output_path
 from pytest_benchmarks.metrics.runs import (
@@ -361,10 +360,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "drift":
             return drift_run(args)
         _read_gate_options(args)
-        if args.command == "report":
-            return reports.report(args)
-        if args.command == "history":
-            return reports.history(args)
+        if args.command in ("report", "history"):
+            # The pages' templates and charts, loaded only by the commands that draw them.
+            from pytest_benchmarks.metrics import reports
+
+            return reports.report(args) if args.command == "report" else reports.history(args)
         (old, old_line), (new, new_line) = load_run(args.old), load_run(args.new)
         lines, status = compare_runs(old, new, args.alpha, args.gate, args.gate_power)
         print("\n".join([line for line in (old_line, new_line) if line] + lines))

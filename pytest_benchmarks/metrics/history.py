@@ -14,11 +14,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pytest_benchmarks.core.results import TaskResult, wilson_interval
+from pytest_benchmarks.core.results import wilson_interval
 from pytest_benchmarks.metrics import eval_info
 from pytest_benchmarks.metrics.document import load_results
 from pytest_benchmarks.metrics.runs import InputError, Judgement, Unjudgeable, judge_runs, task_name
-from pytest_benchmarks.metrics.views import verdict_text
+from pytest_benchmarks.metrics.views import verdict_kind, verdict_text
 
 #: How a step is marked in the tables: the gate flagged a drop, a rise, or could not judge.
 MARKS = {"regression": "▼", "improvement": "▲", "unjudged": "?"}
@@ -202,48 +202,39 @@ def _span(series: Series, alpha: float, mode: str) -> Step | None:
 
 
 def _extend(series: Series, run: Run, judged: Judgement | None) -> None:
-    """Add ``run`` to ``series``: its points, marked by the step the gate judged."""
+    """Add ``run`` to ``series``: its points, by task id (``_rename`` names them where the
+    series mixes in ``eval_info.json``), marked by the step the gate judged."""
     if judged is not None:
         series.runs.append(run)
-    documents = [r.document for r in series.runs]
-    name = task_name(*documents)
-    pair_name = task_name(*documents[-2:])
-    position = len(series.runs) - 1
+        for points in series.tasks.values():
+            points.append(None)
+    judged_as = task_name(*(r.document for r in series.runs[-2:]))  # as judge_runs named it
     flagged: dict[str, str] = {}
     for result in load_results(run.document):
-        point = _point(result)
-        key = name(result)
-        series.aliases[result.task.id] = result.task.name
-        if judged is not None:
-            point.mark, point.why = _step(judged, pair_name(result))
-            if point.mark:
-                flagged[key] = point.why
-        series.tasks.setdefault(key, [None] * len(series.runs))
-        series.tasks[key] += [None] * (len(series.runs) - len(series.tasks[key]))
-        series.tasks[key][position] = point
-    for points in series.tasks.values():
-        points += [None] * (len(series.runs) - len(points))
+        point = Point(result.successes, result.n_episodes, result.error)
+        key = result.task.id
+        series.aliases[key] = result.task.name
+        point.mark, point.why = _step(judged, judged_as(result))
+        if point.mark:
+            flagged[key] = point.why
+        series.tasks.setdefault(key, [None] * len(series.runs))[-1] = point
     if judged is not None:
         line = judged.lines()[-1]
         series.steps.append(Step(series.runs[-2].label, run.label, line, judged.notes, flagged))
 
 
-def _point(result: TaskResult) -> Point:
-    return Point(result.successes, result.n_episodes, result.error)
-
-
-def _step(judged: Judgement, key: str) -> tuple[str, str]:
-    """The mark and the words of one task's step."""
+def _step(judged: Judgement | None, key: str) -> tuple[str, str]:
+    """The mark and the words of one task's step (none for a series' first run)."""
+    if judged is None:
+        return "", ""
     verdict = judged.verdicts.get(key)
     problem = judged.problems.get(key)
     if problem is not None:
         return "unjudged", verdict_text(None, problem, True)
     if verdict is None:
         return "", "new in this run" if key in judged.only_new else ""
-    text = verdict_text(verdict, None, True)
-    if verdict.regression:
-        return "regression", text
-    return ("improvement", text) if verdict.verdict == "improvement" else ("", text)
+    kind = verdict_kind(verdict)
+    return (kind if kind in MARKS else ""), verdict_text(verdict, None, True)
 
 
 def markdown(series: list[Series], order_note: str | None) -> str:

@@ -70,9 +70,10 @@ def page(title: str, series: list[Series], order_note: str | None, alpha: float,
             tasks.append((task, points, drawing(points, names), one.dropped(task)))
         flagged = [t for t in tasks if one.flagged(t[0])]
         fold = len(tasks) > OPEN_AT_MOST
+        overall = one.overall
         shown.append({
             "series": one,
-            "overall": (one.overall, drawing(list(one.overall), names)),
+            "overall": (overall, drawing(list(overall), names)),
             "open": flagged if fold else tasks,
             "folded": tasks[len(flagged):] if fold else [],
         })  # fmt: skip

@@ -10,17 +10,24 @@ no network, no script or style from elsewhere.
 from __future__ import annotations
 
 import base64
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
-from pytest_benchmarks.core.results import EpisodeRecord, TaskResult, wilson_interval
+from pytest_benchmarks.core.results import EpisodeRecord, TaskResult
 from pytest_benchmarks.metrics import eval_info
 from pytest_benchmarks.metrics.gate import Comparison
 from pytest_benchmarks.metrics.runs import Judgement
-from pytest_benchmarks.metrics.views import verdict_text
+from pytest_benchmarks.metrics.views import (
+    gate_line,
+    mean_steps,
+    overall_text,
+    verdict_kind,
+    verdict_text,
+)
 
 #: Videos embedded in one page, in bytes: past it a video is named, not embedded.
 VIDEO_BUDGET = 64 * 1024**2
@@ -82,7 +89,6 @@ class Videos:
         self.folders = folders
         self.left = budget
         self.left_out = 0
-        self.budget = budget
 
     def video(self, episode: EpisodeRecord, newly_failed: bool) -> Video:
         found = Video(episode.index, newly_failed)
@@ -145,8 +151,7 @@ def _row(
     videos: Videos,
 ) -> Row:
     n = result.n_episodes
-    known = n and any(e.steps for e in result.episodes)
-    kind = "error" if result.error else _kind(verdict)
+    kind = "error" if result.error else verdict_kind(verdict)
     text = verdict_text(verdict, problem, old is not None) if compared else ""
     if result.error:
         text = f"error: {result.error}"
@@ -157,17 +162,17 @@ def _row(
     failing = [e for e in result.episodes if not e.success]
     return Row(
         id=result.task.id,
-        rate=100.0 * result.successes / n if n else None,
-        interval=wilson_interval(result.successes, n),
+        rate=result.pc_success,
+        interval=result.ci95,
         cell=f"{result.successes}/{n}" if n else "–",
         baseline=f"{old.successes}/{old.n_episodes}" if old is not None and old.n_episodes else "–",
-        baseline_rate=100.0 * old.successes / old.n_episodes if old and old.n_episodes else None,
-        baseline_interval=wilson_interval(old.successes, old.n_episodes) if old else (0.0, 100.0),
+        baseline_rate=old.pc_success if old is not None else None,
+        baseline_interval=old.ci95 if old is not None else (0.0, 100.0),
         verdict=text,
         test=_test(verdict),
         kind=kind,
         episodes=episodes,
-        steps=f"{sum(e.steps for e in result.episodes) / n:.1f}" if known else "–",
+        steps=mean_steps(result),
         time=result.eval_s,
         error=result.error,
         failures=len(failing),
@@ -181,14 +186,6 @@ def _test(verdict: Comparison | None) -> str:
     parts = [f"{verdict.test}, p={verdict.p_value:.2g}"]
     parts += [part for part in (verdict.procedure, verdict.decision) if part]
     return "; ".join(parts)
-
-
-def _kind(verdict: Comparison | None) -> str:
-    if verdict is None:
-        return "none"
-    if verdict.regression:
-        return "regression"
-    return "improvement" if verdict.verdict == "improvement" else "held"
 
 
 def run_block(
@@ -244,24 +241,12 @@ def page(
     """The whole page, as text."""
     videos = Videos(folders or [], budget)
     shown = rows(results, baseline, judgement, videos)
-    successes = sum(r.successes for r in results)
-    n = sum(r.n_episodes for r in results)
-    low, high = wilson_interval(successes, n)
-    overall = f"no episode over {len(results)} tasks"
-    if n:
-        overall = (f"{successes}/{n} episodes succeeded ({100 * successes / n:.1f}%, 95% "
-                   f"interval {low:.1f}–{high:.1f}) over {len(results)} tasks")  # fmt: skip
     recorded = any(e.video or e.video_error for r in results for e in r.episodes)
-    gate_line = None
-    if isinstance(judgement, Judgement):
-        gate_line = judgement.lines()[-1]
-    elif judgement is not None:
-        gate_line = f"not judged: {judgement}"
     return render(
         "report.html",
         title=title,
-        overall=overall,
-        gate_line=gate_line,
+        overall=overall_text(results),
+        gate_line=None if judgement is None else gate_line(judgement),
         notes=judgement.notes if isinstance(judgement, Judgement) else [],
         interrupted=interrupted,
         rows=shown,
@@ -279,9 +264,13 @@ def page(
 def render(template: str, **values: Any) -> str:
     """A page of ``templates/``, every value escaped; a value the template names and is not
     given is an error, not a blank."""
-    environment = jinja2.Environment(
+    return _templates().get_template(template).render(**values)
+
+
+@functools.cache
+def _templates() -> jinja2.Environment:
+    return jinja2.Environment(
         loader=jinja2.PackageLoader("pytest_benchmarks.metrics", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
     )
-    return environment.get_template(template).render(**values)
